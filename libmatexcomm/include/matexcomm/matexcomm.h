@@ -1,0 +1,165 @@
+/*
+ * matexcomm.h - the stable C API of libmatexcomm.
+ *
+ * A topology-aware collective library: ranks are grouped into nodes (hwloc +
+ * host id, or MATEX_VIRTUAL_NODES); inside a node data moves through shared
+ * memory, across nodes through MPI.
+ *
+ * Conventions
+ *  - Every function returns a matex_status_t. MATEX_SUCCESS is 0.
+ *  - On failure, matex_last_error() returns a readable message (thread-local)
+ *    that names the argument or the peer rank at fault.
+ *  - No C++ exception ever leaves this API.
+ *  - Handles are opaque. A handle that was finalized, or never initialized,
+ *    is detected and rejected with MATEX_ERR_NOT_INITIALIZED.
+ *  - Collectives are blocking and must be called by every rank of the
+ *    communicator in the same order with the same count, dtype and op.
+ *  - "In place": pass the same pointer as send and receive buffer, or
+ *    MATEX_IN_PLACE as the send buffer (MPI semantics, see each call).
+ *
+ * To create a communicator over an MPI communicator of your own, include
+ * <matexcomm/matexcomm_mpi.h>.
+ */
+#ifndef MATEXCOMM_MATEXCOMM_H
+#define MATEXCOMM_MATEXCOMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MATEX_VERSION_MAJOR 0
+#define MATEX_VERSION_MINOR 1
+#define MATEX_VERSION_PATCH 0
+
+/* Symbol visibility: the library is built with hidden visibility by default. */
+#if defined(__GNUC__)
+#define MATEX_API __attribute__((visibility("default")))
+#else
+#define MATEX_API
+#endif
+
+typedef enum matex_status {
+  MATEX_SUCCESS = 0,
+  MATEX_ERR_INVALID_ARG = 1,     /* a bad pointer, count, dtype, op or root */
+  MATEX_ERR_NOT_INITIALIZED = 2, /* NULL, never-initialized or finalized comm */
+  MATEX_ERR_CONFIG = 3,          /* a bad MATEX_* environment variable */
+  MATEX_ERR_MPI = 4,             /* MPI reported an error */
+  MATEX_ERR_SYSTEM = 5,          /* an OS call failed (shm, mmap, hwloc) */
+  MATEX_ERR_TIMEOUT = 6,         /* a peer did not arrive in MATEX_TIMEOUT_SECONDS */
+  MATEX_ERR_MISMATCH = 7,        /* ranks called a collective with different arguments */
+  MATEX_ERR_UNSUPPORTED = 8,     /* valid request this build cannot serve */
+  MATEX_ERR_INTERNAL = 9         /* a bug in libmatexcomm: please report it */
+} matex_status_t;
+
+typedef enum matex_dtype {
+  MATEX_INT8 = 0,
+  MATEX_UINT8 = 1,
+  MATEX_INT32 = 2,
+  MATEX_INT64 = 3,
+  MATEX_FLOAT16 = 4,  /* IEEE 754 binary16 */
+  MATEX_BFLOAT16 = 5, /* bfloat16 */
+  MATEX_FLOAT32 = 6,
+  MATEX_FLOAT64 = 7,
+  MATEX_DTYPE_COUNT = 8
+} matex_dtype_t;
+
+typedef enum matex_op {
+  MATEX_SUM = 0,
+  MATEX_PROD = 1,
+  MATEX_MIN = 2,
+  MATEX_MAX = 3,
+  MATEX_AVG = 4, /* floating dtypes only; float16/bfloat16 accumulate in float32 */
+  MATEX_OP_COUNT = 5
+} matex_op_t;
+
+typedef enum matex_collective {
+  MATEX_COLL_ALLREDUCE = 0,
+  MATEX_COLL_BROADCAST = 1,
+  MATEX_COLL_ALLGATHER = 2,
+  MATEX_COLL_REDUCE_SCATTER = 3
+} matex_collective_t;
+
+/* Send-buffer marker for in-place collectives (never dereferenced). */
+#define MATEX_IN_PLACE ((const void*)(intptr_t)1)
+
+typedef struct matex_comm_s* matex_comm_t;
+
+/* ---- status and errors ---------------------------------------------------- */
+MATEX_API const char* matex_status_string(matex_status_t status);
+/* Message of the last failed call on this thread ("" if none). */
+MATEX_API const char* matex_last_error(void);
+MATEX_API const char* matex_version_string(void);
+
+/* ---- life cycle ------------------------------------------------------------ */
+/* Creates a communicator over MPI_COMM_WORLD. Initializes MPI (thread level
+ * MPI_THREAD_MULTIPLE requested) if the caller has not; in that case the last
+ * matex_finalize also finalizes MPI. Collective over MPI_COMM_WORLD. */
+MATEX_API matex_status_t matex_init(matex_comm_t* comm);
+/* Frees the communicator and sets *comm to NULL. Collective. */
+MATEX_API matex_status_t matex_finalize(matex_comm_t* comm);
+
+/* ---- queries --------------------------------------------------------------- */
+MATEX_API matex_status_t matex_comm_rank(matex_comm_t comm, int* rank);
+MATEX_API matex_status_t matex_comm_size(matex_comm_t comm, int* size);
+MATEX_API matex_status_t matex_comm_local_rank(matex_comm_t comm, int* local_rank);
+MATEX_API matex_status_t matex_comm_local_size(matex_comm_t comm, int* local_size);
+MATEX_API matex_status_t matex_comm_node_index(matex_comm_t comm, int* node_index);
+MATEX_API matex_status_t matex_comm_node_count(matex_comm_t comm, int* node_count);
+
+/* ---- algorithm choice ------------------------------------------------------ */
+/* Overrides the algorithm of one collective on this communicator. "auto"
+ * restores size-based selection. Names: see docs/algorithms.md; for allreduce
+ * "flat", "rs_ar_ag", "rab". Local (not collective): every rank must set the
+ * same name, or the next call fails with MATEX_ERR_MISMATCH or a timeout. */
+MATEX_API matex_status_t matex_set_algorithm(matex_comm_t comm, matex_collective_t coll,
+                                             const char* name);
+/* Name of the algorithm the last call of `coll` used ("" before the first). */
+MATEX_API matex_status_t matex_last_algorithm(matex_comm_t comm, matex_collective_t coll,
+                                              const char** name);
+
+/* ---- collectives ------------------------------------------------------------ */
+/* recvbuf[i] = op over ranks of sendbuf[i], for i < count.
+ * In place: sendbuf == recvbuf or sendbuf == MATEX_IN_PLACE. */
+MATEX_API matex_status_t matex_allreduce(matex_comm_t comm, const void* sendbuf, void* recvbuf,
+                                         size_t count, matex_dtype_t dtype, matex_op_t op);
+
+/* buffer of `root` is copied to every rank's buffer. */
+MATEX_API matex_status_t matex_broadcast(matex_comm_t comm, void* buffer, size_t count,
+                                         matex_dtype_t dtype, int root);
+
+/* recvbuf[r*count .. (r+1)*count) = sendbuf of rank r.
+ * In place: sendbuf == MATEX_IN_PLACE or sendbuf == recvbuf + rank*count; the
+ * rank's own block is then already in recvbuf. */
+MATEX_API matex_status_t matex_allgather(matex_comm_t comm, const void* sendbuf, void* recvbuf,
+                                         size_t count, matex_dtype_t dtype);
+
+/* Variable counts: rank r contributes recvcounts[r] elements, placed at
+ * element offset displs[r] of recvbuf (displs == NULL: packed in rank order).
+ * sendcount must equal recvcounts[rank]. In place as for matex_allgather. */
+MATEX_API matex_status_t matex_allgatherv(matex_comm_t comm, const void* sendbuf, size_t sendcount,
+                                          void* recvbuf, const size_t* recvcounts,
+                                          const size_t* displs, matex_dtype_t dtype);
+
+/* sendbuf holds size*recvcount elements; rank r receives block r of the
+ * reduction. In place: sendbuf == MATEX_IN_PLACE, recvbuf holds the whole
+ * input and the result is written to its first recvcount elements. */
+MATEX_API matex_status_t matex_reduce_scatter(matex_comm_t comm, const void* sendbuf,
+                                              void* recvbuf, size_t recvcount, matex_dtype_t dtype,
+                                              matex_op_t op);
+
+MATEX_API matex_status_t matex_barrier(matex_comm_t comm);
+
+/* ---- helpers ---------------------------------------------------------------- */
+/* Bytes per element; 0 for an unknown dtype. */
+MATEX_API size_t matex_dtype_size(matex_dtype_t dtype);
+MATEX_API const char* matex_dtype_name(matex_dtype_t dtype);
+MATEX_API const char* matex_op_name(matex_op_t op);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MATEXCOMM_MATEXCOMM_H */

@@ -1,0 +1,56 @@
+// algorithm_registry.cc - names of the algorithms and the size-based choice.
+#include "algorithms/algorithms.h"
+
+namespace matexcomm {
+
+const std::vector<AllreduceAlgorithm>& allreduce_registry() {
+  static const std::vector<AllreduceAlgorithm> kRegistry = {
+      {"flat", allreduce_flat, false},
+      {"rs_ar_ag", allreduce_rs_ar_ag, true},
+      {"rab", allreduce_rab, true},
+  };
+  return kRegistry;
+}
+
+int find_allreduce(const std::string& name) {
+  const auto& registry = allreduce_registry();
+  for (size_t i = 0; i < registry.size(); ++i) {
+    if (name == registry[i].name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::vector<std::string> algorithm_names(matex_collective_t coll) {
+  switch (coll) {
+    case MATEX_COLL_ALLREDUCE: {
+      std::vector<std::string> names = {"auto"};
+      for (const auto& algorithm : allreduce_registry()) names.push_back(algorithm.name);
+      return names;
+    }
+    case MATEX_COLL_BROADCAST: return {"auto", "flat", "hier"};
+    case MATEX_COLL_ALLGATHER: return {"auto", "flat"};
+    case MATEX_COLL_REDUCE_SCATTER: return {"auto", "flat"};
+  }
+  return {};
+}
+
+int select_allreduce(const CollectiveContext& ctx, const std::string& choice, size_t bytes, size_t rab_max_bytes) {
+  const int flat = find_allreduce("flat");
+  if (!ctx.hierarchical_ok || ctx.layout->world_size == 1) return flat;
+  if (choice != "auto") {
+    int chosen = find_allreduce(choice);
+    return chosen >= 0 ? chosen : flat;
+  }
+  // Every node has one rank: the hierarchy is the flat algorithm with extra steps.
+  if (ctx.layout->node_count == ctx.layout->world_size) return flat;
+  return find_allreduce(bytes <= rab_max_bytes ? "rab" : "rs_ar_ag");
+}
+
+std::string select_broadcast(const CollectiveContext& ctx, const std::string& choice) {
+  if (choice == "flat" || choice == "hier") return choice;
+  const topo::Layout& layout = *ctx.layout;
+  bool hierarchy_helps = layout.node_count > 1 && layout.node_count < layout.world_size;
+  return hierarchy_helps ? "hier" : "flat";
+}
+
+}  // namespace matexcomm

@@ -1,0 +1,66 @@
+// allreduce_rab.cc - hierarchical allreduce for small messages: reduce to the
+// node leader through shared memory, allreduce among the leaders with MPI,
+// broadcast back through shared memory.
+//
+// Steps, per pipeline round of c = chunk_bytes/size elements:
+//   1. every local rank copies its c elements into its shm slot;
+//   2. local rank 0 reduces all q slots into the shared result, calls one
+//      MPI_Allreduce of c elements among the N node leaders, divides for avg;
+//   3. every local rank copies the result out.
+// Bytes per rank: n in, n out; the leader also reads q n and sends
+//   2(N-1)/N n on the wire.
+// Cost: ~(q+2) n/B_mem + 2 lg N alpha (one MPI call per round instead of m
+//   concurrent ones) + 2 flag waits per round. Wins while alpha dominates,
+//   i.e. below MATEX_RAB_MAX_BYTES.
+// Preconditions: none; any layout, a node of one rank skips shared memory.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "algorithms/algorithms.h"
+#include "core/dtype.h"
+#include "core/reduce_kernels.h"
+
+namespace matexcomm {
+
+void allreduce_rab(const CollectiveContext& ctx, const AllreduceArgs& args) {
+  const topo::Layout& layout = *ctx.layout;
+  const size_t element = dtype_size(args.dtype);
+  const size_t chunk = ctx.chunk_bytes / element;
+  const bool across_nodes = layout.node_count > 1;
+  const bool leader = layout.local_rank == 0;
+  const CallDescriptor descriptor{args.count, args.dtype, args.op, args.algorithm_id, MATEX_COLL_ALLREDUCE};
+  const char* in = static_cast<const char*>(args.send);
+  char* out = static_cast<char*>(args.recv);
+
+  for (size_t done = 0; done < args.count; done += chunk) {
+    const size_t n = std::min(chunk, args.count - done);
+    if (ctx.shm == nullptr) {  // alone on my node, hence its leader
+      if (in != out) std::memcpy(out + done * element, in + done * element, n * element);
+      if (across_nodes) ctx.reductions->allreduce_in_place(ctx.leaders, out + done * element, n, args.dtype, args.op);
+      if (args.op == MATEX_AVG) divide_elements(args.dtype, out + done * element, n, layout.world_size);
+      continue;
+    }
+    ShmNodeChannel& shm = *ctx.shm;
+    const int q = shm.local_size();
+    const uint64_t round = shm.next_round();
+    shm.wait_set_free(round);
+    std::memcpy(shm.slot(round, shm.local_rank()), in + done * element, n * element);
+    shm.post(round, descriptor);
+    shm.wait_posted(round, descriptor);
+    if (leader) {
+      char* target = shm.result(round);
+      std::vector<const void*> sources(q);
+      for (int l = 0; l < q; ++l) sources[l] = shm.slot(round, l);
+      reduce_sources(args.dtype, args.op, target, sources.data(), q, n);
+      if (across_nodes) ctx.reductions->allreduce_in_place(ctx.leaders, target, n, args.dtype, args.op);
+      if (args.op == MATEX_AVG) divide_elements(args.dtype, target, n, layout.world_size);
+      shm.mark_ready(round);
+    }
+    shm.wait_ready(round, 0, 1);
+    std::memcpy(out + done * element, shm.result(round), n * element);
+    shm.mark_consumed(round);
+  }
+}
+
+}  // namespace matexcomm

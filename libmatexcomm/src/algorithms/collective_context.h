@@ -1,0 +1,54 @@
+// collective_context.h - everything an algorithm may use, handed to it by the
+// communicator: the layout, the MPI sub-communicators, the shared-memory
+// channel and the MPI spelling of reductions. Algorithms own no state.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+
+#include "matex/topology/layout.h"
+#include "matexcomm/matexcomm.h"
+#include "transport/mpi_reductions.h"
+#include "transport/shm_node_channel.h"
+
+namespace matexcomm {
+
+struct CollectiveContext {
+  const topo::Layout* layout = nullptr;
+  MPI_Comm world = MPI_COMM_NULL;    // a private duplicate of the user's communicator
+  MPI_Comm node = MPI_COMM_NULL;     // ranks of my node
+  MPI_Comm rail = MPI_COMM_NULL;     // ranks with my local rank, one per node
+  MPI_Comm leaders = MPI_COMM_NULL;  // local rank 0 of every node (null elsewhere); rank = node index
+  ShmNodeChannel* shm = nullptr;     // null when alone on my node
+  const MpiReductions* reductions = nullptr;
+  bool hierarchical_ok = false;      // identical on every rank: shm works on every node with >1 rank
+  size_t chunk_bytes = 0;            // identical on every rank; the shm pipeline step
+};
+
+struct AllreduceArgs {
+  const void* send = nullptr;  // == recv when in place
+  void* recv = nullptr;
+  size_t count = 0;
+  matex_dtype_t dtype = MATEX_FLOAT32;
+  matex_op_t op = MATEX_SUM;
+  int algorithm_id = 0;  // carried in the shm call descriptor to catch mismatches
+};
+
+// Elements [begin, end) of part `index` when `count` elements are cut into `parts` near-equal parts.
+struct ElementRange {
+  size_t begin = 0;
+  size_t end = 0;
+  size_t size() const { return end - begin; }
+};
+inline ElementRange split_range(size_t count, int parts, int index) {
+  size_t base = count / parts;
+  size_t extra = count % parts;
+  size_t i = static_cast<size_t>(index);
+  ElementRange range;
+  range.begin = i * base + (i < extra ? i : extra);
+  range.end = range.begin + base + (i < extra ? 1 : 0);
+  return range;
+}
+
+}  // namespace matexcomm

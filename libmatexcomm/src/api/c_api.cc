@@ -1,0 +1,229 @@
+// c_api.cc - the extern "C" surface. Every entry point runs inside guarded(),
+// which turns any exception into a status code plus a thread-local message, so
+// no exception crosses the C boundary. Handles are checked against the set of
+// live communicators before use, so a finalized or garbage handle is an error,
+// not a crash.
+#include <mpi.h>
+
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_set>
+
+#include "api/communicator.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/logging.h"
+#include "matexcomm/matexcomm.h"
+#include "matexcomm/matexcomm_mpi.h"
+
+struct matex_comm_s {
+  explicit matex_comm_s(MPI_Comm parent) : impl(parent) {}
+  matexcomm::Communicator impl;
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+struct Registry {
+  std::mutex mutex;
+  std::unordered_set<matex_comm_t> live;
+  bool we_initialized_mpi = false;
+};
+
+Registry& registry() {
+  static Registry instance;
+  return instance;
+}
+
+template <class Body>
+matex_status_t guarded(Body&& body) noexcept {
+  try {
+    body();
+    return MATEX_SUCCESS;
+  } catch (const matexcomm::Error& error) {
+    g_last_error = error.message();
+    if (matexcomm::log_level() == matexcomm::LogLevel::kDebug && !error.breadcrumb().empty()) {
+      g_last_error += " [" + error.breadcrumb() + "]";
+    }
+    MATEX_LOG(matexcomm::LogLevel::kInfo, g_last_error);
+    return error.status();
+  } catch (const std::bad_alloc&) {
+    g_last_error = "out of memory";
+    return MATEX_ERR_SYSTEM;
+  } catch (const std::exception& error) {
+    g_last_error = std::string("internal error: ") + error.what();
+    return MATEX_ERR_INTERNAL;
+  } catch (...) {
+    g_last_error = "internal error: unknown exception";
+    return MATEX_ERR_INTERNAL;
+  }
+}
+
+matexcomm::Communicator& live_comm(matex_comm_t comm) {
+  if (comm == nullptr) {
+    MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "comm is NULL: call matex_init first");
+  }
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mutex);
+  if (reg.live.count(comm) == 0) {
+    MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "comm is not a live communicator (finalized, or never initialized)");
+  }
+  return comm->impl;
+}
+
+void require_out(const void* pointer, const char* argument) {
+  MATEX_REQUIRE(pointer != nullptr, MATEX_ERR_INVALID_ARG, std::string(argument) + " is NULL");
+}
+
+void create(MPI_Comm parent, matex_comm_t* out) {
+  require_out(out, "comm");
+  *out = nullptr;
+  auto comm = std::make_unique<matex_comm_s>(parent);
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mutex);
+  reg.live.insert(comm.get());
+  *out = comm.release();
+}
+
+matex_status_t query(matex_comm_t comm, int* out, int matexcomm::topo::Layout::*field) {
+  return guarded([&] {
+    require_out(out, "output pointer");
+    *out = live_comm(comm).layout().*field;
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* matex_status_string(matex_status_t status) {
+  switch (status) {
+    case MATEX_SUCCESS: return "success";
+    case MATEX_ERR_INVALID_ARG: return "invalid argument";
+    case MATEX_ERR_NOT_INITIALIZED: return "not initialized";
+    case MATEX_ERR_CONFIG: return "invalid configuration";
+    case MATEX_ERR_MPI: return "MPI error";
+    case MATEX_ERR_SYSTEM: return "system error";
+    case MATEX_ERR_TIMEOUT: return "timeout";
+    case MATEX_ERR_MISMATCH: return "ranks disagree";
+    case MATEX_ERR_UNSUPPORTED: return "unsupported";
+    case MATEX_ERR_INTERNAL: return "internal error";
+  }
+  return "unknown status";
+}
+
+const char* matex_last_error(void) { return g_last_error.c_str(); }
+
+const char* matex_version_string(void) { return MATEX_VERSION_STRING; }
+
+matex_status_t matex_init(matex_comm_t* comm) {
+  return guarded([&] {
+    require_out(comm, "comm");
+    int initialized = 0;
+    int finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (finalized) MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "MPI has already been finalized; MPI cannot restart");
+    if (!initialized) {
+      int provided = 0;
+      matexcomm::check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+      registry().we_initialized_mpi = true;
+    }
+    create(MPI_COMM_WORLD, comm);
+  });
+}
+
+matex_status_t matex_init_mpi(MPI_Comm mpi_comm, matex_comm_t* comm) {
+  return guarded([&] {
+    require_out(comm, "comm");
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "matex_init_mpi needs MPI to be initialized first");
+    MATEX_REQUIRE(mpi_comm != MPI_COMM_NULL, MATEX_ERR_INVALID_ARG, "mpi_comm is MPI_COMM_NULL");
+    create(mpi_comm, comm);
+  });
+}
+
+matex_status_t matex_finalize(matex_comm_t* comm) {
+  return guarded([&] {
+    require_out(comm, "comm");
+    live_comm(*comm);
+    Registry& reg = registry();
+    bool last = false;
+    {
+      std::lock_guard<std::mutex> lock(reg.mutex);
+      reg.live.erase(*comm);
+      last = reg.live.empty();
+    }
+    std::unique_ptr<matex_comm_s> owned(*comm);
+    *comm = nullptr;
+    owned.reset();
+    if (last && reg.we_initialized_mpi) {
+      reg.we_initialized_mpi = false;
+      MPI_Finalize();
+    }
+  });
+}
+
+matex_status_t matex_comm_rank(matex_comm_t c, int* v) { return query(c, v, &matexcomm::topo::Layout::world_rank); }
+matex_status_t matex_comm_size(matex_comm_t c, int* v) { return query(c, v, &matexcomm::topo::Layout::world_size); }
+matex_status_t matex_comm_local_rank(matex_comm_t c, int* v) {
+  return query(c, v, &matexcomm::topo::Layout::local_rank);
+}
+matex_status_t matex_comm_local_size(matex_comm_t c, int* v) {
+  return query(c, v, &matexcomm::topo::Layout::local_size);
+}
+matex_status_t matex_comm_node_index(matex_comm_t c, int* v) {
+  return query(c, v, &matexcomm::topo::Layout::node_index);
+}
+matex_status_t matex_comm_node_count(matex_comm_t c, int* v) {
+  return query(c, v, &matexcomm::topo::Layout::node_count);
+}
+
+matex_status_t matex_set_algorithm(matex_comm_t comm, matex_collective_t coll, const char* name) {
+  return guarded([&] { live_comm(comm).set_algorithm(coll, name); });
+}
+
+matex_status_t matex_last_algorithm(matex_comm_t comm, matex_collective_t coll, const char** name) {
+  return guarded([&] {
+    require_out(name, "name");
+    *name = live_comm(comm).last_algorithm(coll);
+  });
+}
+
+matex_status_t matex_allreduce(matex_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                               matex_dtype_t dtype, matex_op_t op) {
+  return guarded([&] { live_comm(comm).allreduce(sendbuf, recvbuf, count, dtype, op); });
+}
+
+matex_status_t matex_broadcast(matex_comm_t comm, void* buffer, size_t count, matex_dtype_t dtype, int root) {
+  return guarded([&] { live_comm(comm).broadcast(buffer, count, dtype, root); });
+}
+
+matex_status_t matex_allgather(matex_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                               matex_dtype_t dtype) {
+  return guarded([&] { live_comm(comm).allgather(sendbuf, recvbuf, count, dtype); });
+}
+
+matex_status_t matex_allgatherv(matex_comm_t comm, const void* sendbuf, size_t sendcount, void* recvbuf,
+                                const size_t* recvcounts, const size_t* displs, matex_dtype_t dtype) {
+  return guarded([&] { live_comm(comm).allgatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, dtype); });
+}
+
+matex_status_t matex_reduce_scatter(matex_comm_t comm, const void* sendbuf, void* recvbuf, size_t recvcount,
+                                    matex_dtype_t dtype, matex_op_t op) {
+  return guarded([&] { live_comm(comm).reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op); });
+}
+
+matex_status_t matex_barrier(matex_comm_t comm) {
+  return guarded([&] { live_comm(comm).barrier(); });
+}
+
+size_t matex_dtype_size(matex_dtype_t dtype) { return matexcomm::dtype_size(dtype); }
+const char* matex_dtype_name(matex_dtype_t dtype) { return matexcomm::dtype_name(dtype); }
+const char* matex_op_name(matex_op_t op) { return matexcomm::op_name(op); }
+
+}  // extern "C"

@@ -1,0 +1,200 @@
+#include "api/communicator.h"
+
+#include <climits>
+#include <vector>
+
+#include "algorithms/algorithms.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/logging.h"
+
+namespace matexcomm {
+
+namespace {
+
+size_t checked_bytes(size_t count, matex_dtype_t dtype, const char* argument) {
+  size_t element = dtype_size(dtype);
+  if (element != 0 && count > SIZE_MAX / element) {
+    MATEX_RAISE(MATEX_ERR_INVALID_ARG, std::string(argument) + " = " + std::to_string(count) + " elements of " +
+                                           dtype_name(dtype) + " overflows the address space");
+  }
+  return count * element;
+}
+
+void require_buffer(const void* buffer, size_t count, const char* argument) {
+  if (buffer == nullptr && count > 0) {
+    MATEX_RAISE(MATEX_ERR_INVALID_ARG, std::string(argument) + " is NULL but count is " + std::to_string(count));
+  }
+}
+
+void require_int_count(size_t count, const char* argument) {
+  if (count > static_cast<size_t>(INT_MAX)) {
+    MATEX_RAISE(MATEX_ERR_UNSUPPORTED, std::string(argument) + " = " + std::to_string(count) +
+                                           " exceeds INT_MAX, which this collective does not support yet");
+  }
+}
+
+}  // namespace
+
+Communicator::Communicator(MPI_Comm parent) : config_(Config::from_environment()) {
+  set_log_level(config_.get_string("MATEX_LOG_LEVEL"));
+  world_ = UniqueComm::duplicate(parent);
+  const int rank = world_.rank();
+  set_log_rank(rank);
+  std::string host_id = topo::make_host_id(config_.get_string("MATEX_HOSTID"));
+  layout_ = topo::discover_layout(world_.get(), config_.get_string("MATEX_VIRTUAL_NODES"), host_id);
+  groups_ = topo::split_groups(world_.get(), layout_);
+  reductions_ = std::make_unique<MpiReductions>();
+  rab_max_bytes_ = config_.get_bytes("MATEX_RAB_MAX_BYTES");
+  for (std::string& choice : choice_) choice = "auto";
+  choice_[collective_index(MATEX_COLL_ALLREDUCE)] = config_.get_string("MATEX_ALLREDUCE_ALGO");
+
+  context_.layout = &layout_;
+  context_.world = world_.get();
+  context_.node = groups_.node.get();
+  context_.rail = groups_.rail.get();
+  context_.leaders = groups_.leaders.get();
+  context_.reductions = reductions_.get();
+  context_.chunk_bytes = (std::max<size_t>(config_.get_bytes("MATEX_SHM_CHUNK_BYTES"), 64) + 63) / 64 * 64;
+  setup_shared_memory();
+}
+
+Communicator::~Communicator() = default;
+
+void Communicator::setup_shared_memory() {
+  int ok = 1;
+  std::string failure;
+  if (config_.get_bool("MATEX_SHM_DISABLE")) {
+    ok = 0;
+  } else if (layout_.local_size > 1) {
+    try {
+      std::vector<int> world_ranks;
+      for (int r = 0; r < layout_.world_size; ++r) {
+        if (layout_.node_of_rank[r] == layout_.node_index) world_ranks.push_back(r);
+      }
+      shm_ = std::make_unique<ShmNodeChannel>(context_.node, world_ranks, context_.chunk_bytes,
+                                              config_.get_seconds("MATEX_TIMEOUT_SECONDS"));
+    } catch (const Error& error) {
+      ok = 0;
+      failure = error.message();
+    }
+  }
+  // Every rank must make the same choice, so agree on it.
+  int all_ok = 0;
+  check_mpi(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, world_.get()), "MPI_Allreduce of shm status");
+  context_.hierarchical_ok = all_ok == 1;
+  if (!failure.empty()) MATEX_LOG(LogLevel::kWarn, "shared memory unavailable, using flat MPI: " + failure);
+  if (!context_.hierarchical_ok) shm_.reset();
+  context_.shm = shm_.get();
+}
+
+int Communicator::collective_index(matex_collective_t coll) {
+  int index = static_cast<int>(coll);
+  if (index < 0 || index > 3) {
+    MATEX_RAISE(MATEX_ERR_INVALID_ARG, "coll = " + std::to_string(index) + " is not a matex_collective_t");
+  }
+  return index;
+}
+
+void Communicator::set_algorithm(matex_collective_t coll, const char* name) {
+  int index = collective_index(coll);
+  MATEX_REQUIRE(name != nullptr, MATEX_ERR_INVALID_ARG, "name is NULL");
+  std::vector<std::string> names = algorithm_names(coll);
+  std::string list;
+  for (const std::string& candidate : names) {
+    if (candidate == name) {
+      choice_[index] = name;
+      return;
+    }
+    list += (list.empty() ? "" : ", ") + candidate;
+  }
+  MATEX_RAISE(MATEX_ERR_INVALID_ARG, std::string("name = \"") + name + "\" is not an algorithm of this collective (" +
+                                         list + ")");
+}
+
+const char* Communicator::last_algorithm(matex_collective_t coll) const {
+  return last_[collective_index(coll)].c_str();
+}
+
+void Communicator::allreduce(const void* send, void* recv, size_t count, matex_dtype_t dtype, matex_op_t op) {
+  require_reduction(dtype, op);
+  if (send == MATEX_IN_PLACE) send = recv;
+  require_buffer(send, count, "sendbuf");
+  require_buffer(recv, count, "recvbuf");
+  size_t bytes = checked_bytes(count, dtype, "count");
+  int chosen = select_allreduce(context_, choice_[MATEX_COLL_ALLREDUCE], bytes, rab_max_bytes_);
+  const AllreduceAlgorithm& algorithm = allreduce_registry()[chosen];
+  last_[MATEX_COLL_ALLREDUCE] = algorithm.name;
+  if (count == 0) return;
+  AllreduceArgs args{send, recv, count, dtype, op, chosen};
+  algorithm.run(context_, args);
+}
+
+void Communicator::broadcast(void* buffer, size_t count, matex_dtype_t dtype, int root) {
+  require_dtype(dtype, "dtype");
+  require_buffer(buffer, count, "buffer");
+  checked_bytes(count, dtype, "count");
+  if (root < 0 || root >= layout_.world_size) {
+    MATEX_RAISE(MATEX_ERR_INVALID_ARG, "root = " + std::to_string(root) + " is not a rank of this communicator (0.." +
+                                           std::to_string(layout_.world_size - 1) + ")");
+  }
+  std::string chosen = select_broadcast(context_, choice_[MATEX_COLL_BROADCAST]);
+  last_[MATEX_COLL_BROADCAST] = chosen;
+  if (count == 0) return;
+  if (chosen == "hier") broadcast_hierarchical(context_, buffer, count, dtype, root);
+  else broadcast_flat(context_, buffer, count, dtype, root);
+}
+
+void Communicator::allgatherv(const void* send, size_t sendcount, void* recv, const size_t* recvcounts,
+                              const size_t* displs, matex_dtype_t dtype) {
+  require_dtype(dtype, "dtype");
+  MATEX_REQUIRE(recvcounts != nullptr, MATEX_ERR_INVALID_ARG, "recvcounts is NULL");
+  const int p = layout_.world_size;
+  const int me = layout_.world_rank;
+  std::vector<size_t> counts(recvcounts, recvcounts + p);
+  std::vector<size_t> offsets(p);
+  size_t total = 0;
+  size_t extent = 0;
+  for (int r = 0; r < p; ++r) {
+    offsets[r] = displs != nullptr ? displs[r] : total;
+    require_int_count(counts[r], ("recvcounts[" + std::to_string(r) + "]").c_str());
+    require_int_count(offsets[r], ("displs[" + std::to_string(r) + "]").c_str());
+    total += counts[r];
+    extent = std::max(extent, offsets[r] + counts[r]);
+  }
+  if (sendcount != counts[me]) {
+    MATEX_RAISE(MATEX_ERR_INVALID_ARG, "sendcount = " + std::to_string(sendcount) + " but recvcounts[" +
+                                           std::to_string(me) + "] = " + std::to_string(counts[me]));
+  }
+  char* recv_bytes = static_cast<char*>(recv);
+  const size_t element = dtype_size(dtype);
+  if (send == MATEX_IN_PLACE || (recv != nullptr && send == recv_bytes + offsets[me] * element)) send = nullptr;
+  else require_buffer(send, sendcount, "sendbuf");
+  require_buffer(recv, extent, "recvbuf");
+  checked_bytes(extent, dtype, "recvcounts");
+  last_[MATEX_COLL_ALLGATHER] = "flat";
+  if (total == 0) return;
+  allgatherv_flat(context_, send, recv, counts, offsets, dtype);
+}
+
+void Communicator::allgather(const void* send, void* recv, size_t count, matex_dtype_t dtype) {
+  std::vector<size_t> counts(layout_.world_size, count);
+  allgatherv(send, count, recv, counts.data(), nullptr, dtype);
+}
+
+void Communicator::reduce_scatter(const void* send, void* recv, size_t recvcount, matex_dtype_t dtype,
+                                  matex_op_t op) {
+  require_reduction(dtype, op);
+  require_int_count(recvcount, "recvcount");
+  checked_bytes(recvcount * static_cast<size_t>(layout_.world_size), dtype, "recvcount * size");
+  const bool in_place = send == MATEX_IN_PLACE || (send != nullptr && send == recv);
+  if (!in_place) require_buffer(send, recvcount * layout_.world_size, "sendbuf");
+  require_buffer(recv, recvcount, "recvbuf");
+  last_[MATEX_COLL_REDUCE_SCATTER] = "flat";
+  if (recvcount == 0) return;
+  reduce_scatter_flat(context_, in_place ? nullptr : send, recv, recvcount, dtype, op);
+}
+
+void Communicator::barrier() { check_mpi(MPI_Barrier(world_.get()), "MPI_Barrier"); }
+
+}  // namespace matexcomm

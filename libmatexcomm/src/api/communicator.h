@@ -1,0 +1,57 @@
+// communicator.h - the object behind a matex_comm_t: topology, sub-communicators,
+// shared memory, configuration, and argument checking in front of the algorithms.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+
+#include "algorithms/collective_context.h"
+#include "core/config.h"
+#include "core/mpi_handles.h"
+#include "matex/topology/layout.h"
+#include "matexcomm/matexcomm.h"
+#include "transport/mpi_reductions.h"
+#include "transport/shm_node_channel.h"
+
+namespace matexcomm {
+
+class Communicator {
+ public:
+  // Collective over `parent`. Reads the MATEX_* environment once.
+  explicit Communicator(MPI_Comm parent);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  const topo::Layout& layout() const { return layout_; }
+
+  void set_algorithm(matex_collective_t coll, const char* name);
+  const char* last_algorithm(matex_collective_t coll) const;
+
+  void allreduce(const void* send, void* recv, size_t count, matex_dtype_t dtype, matex_op_t op);
+  void broadcast(void* buffer, size_t count, matex_dtype_t dtype, int root);
+  void allgatherv(const void* send, size_t sendcount, void* recv, const size_t* recvcounts, const size_t* displs,
+                  matex_dtype_t dtype);
+  void allgather(const void* send, void* recv, size_t count, matex_dtype_t dtype);
+  void reduce_scatter(const void* send, void* recv, size_t recvcount, matex_dtype_t dtype, matex_op_t op);
+  void barrier();
+
+ private:
+  void setup_shared_memory();
+  static int collective_index(matex_collective_t coll);
+
+  Config config_;
+  UniqueComm world_;
+  topo::Layout layout_;
+  topo::Groups groups_;
+  std::unique_ptr<MpiReductions> reductions_;
+  std::unique_ptr<ShmNodeChannel> shm_;
+  CollectiveContext context_;
+  size_t rab_max_bytes_ = 0;
+  std::string choice_[4];
+  std::string last_[4];
+};
+
+}  // namespace matexcomm

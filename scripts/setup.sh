@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what libmatexcomm needs on a fresh Debian/Ubuntu machine, and only
+# what is missing (so a second run does nothing). Sourced by demo.sh and test.sh.
+set -euo pipefail
+
+MATEX_APT_PACKAGES=(cmake g++ make pkg-config openmpi-bin libopenmpi-dev libhwloc-dev hwloc
+                    googletest libgtest-dev libbenchmark-dev python3)
+
+missing=()
+for package in "${MATEX_APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]} > 0)); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+# Open MPI refuses to run as root unless told, and needs permission to put
+# more ranks than cores on this machine (the tests use 4 ranks on 2 cores).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+MATEX_JOBS=$(nproc)
+export MATEX_JOBS

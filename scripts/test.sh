@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Sets up, builds everything with tests, and runs every test (unit, multi-rank
+# in every layout, crash/no-leak, find_package consumer). CI runs exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DMATEX_BUILD_TESTS=ON
+cmake --build build -j"$MATEX_JOBS"
+cd build
+# Serial: the multi-rank tests already put 4 ranks on this machine's cores.
+ctest --output-on-failure --timeout 900

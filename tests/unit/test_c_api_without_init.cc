@@ -1,0 +1,48 @@
+// Unit tests of the C API that need no MPI job: calls before init, bogus
+// handles, status strings, helpers. Each failing call must return a status and
+// leave a message that names the argument at fault.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "matexcomm/matexcomm.h"
+
+namespace {
+
+void expect_error(matex_status_t status, matex_status_t expected, const char* fragment) {
+  EXPECT_EQ(status, expected) << matex_status_string(status);
+  EXPECT_NE(std::string(matex_last_error()).find(fragment), std::string::npos) << matex_last_error();
+}
+
+TEST(CApiWithoutInit, NullCommIsRejected) {
+  float value = 1;
+  expect_error(matex_allreduce(nullptr, &value, &value, 1, MATEX_FLOAT32, MATEX_SUM), MATEX_ERR_NOT_INITIALIZED,
+               "matex_init");
+  expect_error(matex_broadcast(nullptr, &value, 1, MATEX_FLOAT32, 0), MATEX_ERR_NOT_INITIALIZED, "comm");
+  expect_error(matex_barrier(nullptr), MATEX_ERR_NOT_INITIALIZED, "comm");
+  int rank = -1;
+  expect_error(matex_comm_rank(nullptr, &rank), MATEX_ERR_NOT_INITIALIZED, "comm");
+  matex_comm_t none = nullptr;
+  expect_error(matex_finalize(&none), MATEX_ERR_NOT_INITIALIZED, "comm");
+  expect_error(matex_finalize(nullptr), MATEX_ERR_INVALID_ARG, "comm");
+  expect_error(matex_init(nullptr), MATEX_ERR_INVALID_ARG, "comm");
+}
+
+TEST(CApiWithoutInit, ForgedHandleIsRejectedNotDereferenced) {
+  int storage[64] = {0};
+  auto forged = reinterpret_cast<matex_comm_t>(storage);
+  expect_error(matex_barrier(forged), MATEX_ERR_NOT_INITIALIZED, "not a live communicator");
+}
+
+TEST(CApiWithoutInit, StatusStringsAndHelpers) {
+  for (int s = MATEX_SUCCESS; s <= MATEX_ERR_INTERNAL; ++s) {
+    EXPECT_STRNE(matex_status_string(static_cast<matex_status_t>(s)), "unknown status") << s;
+  }
+  EXPECT_STREQ(matex_status_string(static_cast<matex_status_t>(1234)), "unknown status");
+  EXPECT_EQ(matex_dtype_size(MATEX_BFLOAT16), 2u);
+  EXPECT_EQ(matex_dtype_size(static_cast<matex_dtype_t>(99)), 0u);
+  EXPECT_STREQ(matex_op_name(MATEX_MIN), "min");
+  EXPECT_STRNE(matex_version_string(), "");
+}
+
+}  // namespace

@@ -1,0 +1,34 @@
+// hardware.h - what hwloc says about this machine and this process.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace matexcomm::topo {
+
+struct PciDevice {
+  std::string kind;        // "gpu" or "nic"
+  std::string name;        // OS device name when known ("cuda0", "eth0", "mlx5_0"), else vendor:device
+  std::string bus_id;      // "0000:3b:00.0"
+  std::string local_cpus;  // PU list near the device, e.g. "0-15"
+  int numa_node = -1;      // logical index of the nearest NUMA node, -1 if unknown
+};
+
+struct HardwareInfo {
+  int packages = 0;
+  int numa_nodes = 0;
+  int cores = 0;
+  int pus = 0;
+  std::string bound_pus;    // this process's CPU binding as a PU list "0-3,8"; all PUs if unbound
+  std::string bound_cores;  // the same binding as a core list
+  std::string numa_of_binding;  // NUMA nodes the binding touches, "0" or "0,1"; "-" if unknown
+  std::vector<PciDevice> gpus;
+  std::vector<PciDevice> nics;
+  std::string nearest_gpu;  // GPU whose locality covers the binding ("-" when none)
+};
+
+// Loads the hwloc topology (with I/O devices) and describes it. Never throws
+// for a missing device class; throws Error(MATEX_ERR_SYSTEM) if hwloc fails.
+HardwareInfo probe_hardware();
+
+}  // namespace matexcomm::topo
