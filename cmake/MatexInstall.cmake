@@ -18,5 +18,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/matexcommConfigVersion.cm
 install(FILES ${PROJECT_BINARY_DIR}/matexcommConfig.cmake ${PROJECT_BINARY_DIR}/matexcommConfigVersion.cmake
   DESTINATION ${MATEX_CMAKE_DIR})
 
+# prefix is relative to the .pc file, so the installed tree can be moved.
+file(RELATIVE_PATH MATEX_PC_PREFIX_FROM_PCDIR "/root/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/root")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/matexcomm.pc.in ${PROJECT_BINARY_DIR}/matexcomm.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/matexcomm.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -14,7 +14,6 @@
 //   i.e. below MATEX_RAB_MAX_BYTES.
 // Preconditions: none; any layout, a node of one rank skips shared memory.
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "algorithms/algorithms.h"
@@ -36,18 +35,12 @@ void allreduce_rab(const CollectiveContext& ctx, const AllreduceArgs& args) {
   for (size_t done = 0; done < args.count; done += chunk) {
     const size_t n = std::min(chunk, args.count - done);
     if (ctx.shm == nullptr) {  // alone on my node, hence its leader
-      if (in != out) std::memcpy(out + done * element, in + done * element, n * element);
-      if (across_nodes) ctx.reductions->allreduce_in_place(ctx.leaders, out + done * element, n, args.dtype, args.op);
-      if (args.op == MATEX_AVG) divide_elements(args.dtype, out + done * element, n, layout.world_size);
+      allreduce_round_alone(ctx, ctx.leaders, args, done, n);
       continue;
     }
     ShmNodeChannel& shm = *ctx.shm;
     const int q = shm.local_size();
-    const uint64_t round = shm.next_round();
-    shm.wait_set_free(round);
-    std::memcpy(shm.slot(round, shm.local_rank()), in + done * element, n * element);
-    shm.post(round, descriptor);
-    shm.wait_posted(round, descriptor);
+    const uint64_t round = shm.stage_input(in + done * element, n * element, descriptor);
     if (leader) {
       char* target = shm.result(round);
       std::vector<const void*> sources(q);
@@ -58,8 +51,7 @@ void allreduce_rab(const CollectiveContext& ctx, const AllreduceArgs& args) {
       shm.mark_ready(round);
     }
     shm.wait_ready(round, 0, 1);
-    std::memcpy(out + done * element, shm.result(round), n * element);
-    shm.mark_consumed(round);
+    shm.drain_result(round, out + done * element, n * element);
   }
 }
 

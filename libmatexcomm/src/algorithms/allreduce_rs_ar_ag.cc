@@ -19,7 +19,6 @@
 //   node with more ranks leaves its extra ranks out of the rail step. A node of
 //   one rank skips shared memory and calls MPI on its buffer directly.
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "algorithms/algorithms.h"
@@ -42,19 +41,13 @@ void allreduce_rs_ar_ag(const CollectiveContext& ctx, const AllreduceArgs& args)
     const size_t n = std::min(chunk, args.count - done);
     const ElementRange shard = split_range(n, owners, std::min(layout.local_rank, owners - 1));
     const bool owner = layout.local_rank < owners;
-    if (ctx.shm == nullptr) {  // alone on my node: my buffer is the node's result
-      if (in != out) std::memcpy(out + done * element, in + done * element, n * element);
-      if (across_nodes) ctx.reductions->allreduce_in_place(ctx.rail, out + done * element, n, args.dtype, args.op);
-      if (args.op == MATEX_AVG) divide_elements(args.dtype, out + done * element, n, layout.world_size);
+    if (ctx.shm == nullptr) {
+      allreduce_round_alone(ctx, ctx.rail, args, done, n);
       continue;
     }
     ShmNodeChannel& shm = *ctx.shm;
     const int q = shm.local_size();
-    const uint64_t round = shm.next_round();
-    shm.wait_set_free(round);
-    std::memcpy(shm.slot(round, shm.local_rank()), in + done * element, n * element);
-    shm.post(round, descriptor);
-    shm.wait_posted(round, descriptor);
+    const uint64_t round = shm.stage_input(in + done * element, n * element, descriptor);
     if (owner) {
       char* target = shm.result(round) + shard.begin * element;
       std::vector<const void*> sources(q);
@@ -67,8 +60,7 @@ void allreduce_rs_ar_ag(const CollectiveContext& ctx, const AllreduceArgs& args)
       shm.mark_ready(round);
     }
     shm.wait_ready(round, 0, owners);
-    std::memcpy(out + done * element, shm.result(round), n * element);
-    shm.mark_consumed(round);
+    shm.drain_result(round, out + done * element, n * element);
   }
 }
 

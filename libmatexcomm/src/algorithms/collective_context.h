@@ -51,4 +51,12 @@ inline ElementRange split_range(size_t count, int parts, int index) {
   return range;
 }
 
+// The round of a rank that is alone on its node: its own buffer is the node's
+// result, so it copies in -> out, reduces across `across` (rail or leaders) with
+// MPI when there are other nodes, and divides for avg. Used by the
+// hierarchical allreduces so that such a rank makes the same MPI calls as its
+// peers on bigger nodes.
+void allreduce_round_alone(const CollectiveContext& ctx, MPI_Comm across, const AllreduceArgs& args, size_t offset,
+                           size_t count);
+
 }  // namespace matexcomm

@@ -18,9 +18,11 @@
 #include "matexcomm/matexcomm.h"
 #include "matexcomm/matexcomm_mpi.h"
 
+// A handle is a shell that outlives its communicator: matex_finalize destroys
+// the communicator but keeps the shell (a few bytes), so a stale copy of a
+// finalized handle can never alias a newer communicator at the same address.
 struct matex_comm_s {
-  explicit matex_comm_s(MPI_Comm parent) : impl(parent) {}
-  matexcomm::Communicator impl;
+  std::unique_ptr<matexcomm::Communicator> impl;
 };
 
 namespace {
@@ -29,7 +31,8 @@ thread_local std::string g_last_error;
 
 struct Registry {
   std::mutex mutex;
-  std::unordered_set<matex_comm_t> live;
+  std::unordered_set<matex_comm_t> shells;  // every handle ever handed out
+  int live = 0;                             // shells whose communicator exists
   bool we_initialized_mpi = false;
 };
 
@@ -68,10 +71,11 @@ matexcomm::Communicator& live_comm(matex_comm_t comm) {
   }
   Registry& reg = registry();
   std::lock_guard<std::mutex> lock(reg.mutex);
-  if (reg.live.count(comm) == 0) {
-    MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "comm is not a live communicator (finalized, or never initialized)");
+  if (reg.shells.count(comm) == 0) {
+    MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "comm is not a live communicator (never initialized by matex_init)");
   }
-  return comm->impl;
+  if (!comm->impl) MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "comm is not a live communicator (already finalized)");
+  return *comm->impl;
 }
 
 void require_out(const void* pointer, const char* argument) {
@@ -81,11 +85,13 @@ void require_out(const void* pointer, const char* argument) {
 void create(MPI_Comm parent, matex_comm_t* out) {
   require_out(out, "comm");
   *out = nullptr;
-  auto comm = std::make_unique<matex_comm_s>(parent);
+  auto impl = std::make_unique<matexcomm::Communicator>(parent);
   Registry& reg = registry();
   std::lock_guard<std::mutex> lock(reg.mutex);
-  reg.live.insert(comm.get());
-  *out = comm.release();
+  auto shell = new matex_comm_s{std::move(impl)};
+  reg.shells.insert(shell);
+  ++reg.live;
+  *out = shell;
 }
 
 matex_status_t query(matex_comm_t comm, int* out, int matexcomm::topo::Layout::*field) {
@@ -152,13 +158,13 @@ matex_status_t matex_finalize(matex_comm_t* comm) {
     require_out(comm, "comm");
     live_comm(*comm);
     Registry& reg = registry();
+    std::unique_ptr<matexcomm::Communicator> owned;
     bool last = false;
     {
       std::lock_guard<std::mutex> lock(reg.mutex);
-      reg.live.erase(*comm);
-      last = reg.live.empty();
+      owned = std::move((*comm)->impl);  // the shell stays registered, now dead
+      last = --reg.live == 0;
     }
-    std::unique_ptr<matex_comm_s> owned(*comm);
     *comm = nullptr;
     owned.reset();
     if (last && reg.we_initialized_mpi) {

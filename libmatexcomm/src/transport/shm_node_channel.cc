@@ -90,6 +90,20 @@ void ShmNodeChannel::wait_rank(int peer, const char* stage, uint64_t round, Read
                                      "; is it alive and calling the same collective? (MATEX_TIMEOUT_SECONDS)");
 }
 
+uint64_t ShmNodeChannel::stage_input(const void* input, size_t bytes, const CallDescriptor& descriptor) {
+  const uint64_t round = next_round();
+  wait_set_free(round);
+  std::memcpy(slot(round, local_rank_), input, bytes);
+  post(round, descriptor);
+  wait_posted(round, descriptor);
+  return round;
+}
+
+void ShmNodeChannel::drain_result(uint64_t round, void* output, size_t bytes) {
+  std::memcpy(output, result(round), bytes);
+  mark_consumed(round);
+}
+
 void ShmNodeChannel::wait_set_free(uint64_t round) {
   if (round <= 2) return;
   for (int peer = 0; peer < local_size_; ++peer) {

@@ -50,6 +50,13 @@ class ShmNodeChannel {
   char* slot(uint64_t round, int local_rank) const;
   char* result(uint64_t round) const;
 
+  // The common opening of a round: draw the next round, wait until its buffer
+  // set is free, copy `bytes` from `input` into my slot, post, and wait until
+  // every local rank has posted (checking descriptors). Returns the round.
+  uint64_t stage_input(const void* input, size_t bytes, const CallDescriptor& descriptor);
+  // The common close: copy `bytes` of the round's result to `output`, mark consumed.
+  void drain_result(uint64_t round, void* output, size_t bytes);
+
   // Blocks until every local rank has consumed round - 2 (set reuse is safe).
   void wait_set_free(uint64_t round);
   // Publishes that my slot of `round` is filled, with the call's descriptor.

@@ -1,0 +1,155 @@
+// test_allreduce.cc - matex_allreduce against a reference computed in the
+// test: every algorithm x dtype x op x count x placement (out of place,
+// sendbuf == recvbuf, MATEX_IN_PLACE), every element checked, plus a guard
+// after the result that must stay untouched. avg on integer dtypes must be
+// rejected with MATEX_ERR_INVALID_ARG.
+//
+// By default every count runs in all three placements. MATEX_TEST_QUICK=1 runs
+// the largest count in one placement per (algorithm, dtype, op), rotating
+// through the three, for quick local iterations.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <tuple>
+
+#include "exact_values.h"
+#include "mpi_test_util.h"
+#include "reduction_patterns.h"
+
+namespace matex_test {
+namespace {
+
+enum Placement { kOutOfPlace = 0, kSameBuffer = 1, kInPlaceMarker = 2 };
+const char* placement_label(int p) {
+  return p == kOutOfPlace ? "out-of-place" : p == kSameBuffer ? "sendbuf==recvbuf" : "MATEX_IN_PLACE";
+}
+
+constexpr size_t kHugeCount = 4194307;
+constexpr size_t kCounts[] = {0, 1, 7, 1023, 65537, kHugeCount};
+const char* const kAlgorithms[] = {"flat", "rs_ar_ag", "rab"};
+
+struct Case {
+  const char* algorithm;
+  matex_dtype_t dtype;
+  matex_op_t op;
+  size_t count;
+  int placement;
+  std::string describe() const {
+    return std::string("allreduce algorithm=") + algorithm + " dtype=" + dtype_label(dtype) + " op=" + op_label(op) +
+           " count=" + std::to_string(count) + " " + placement_label(placement) + " rank=" +
+           std::to_string(world_rank());
+  }
+};
+
+// Runs one case; returns the number of local errors.
+template <class Traits>
+long long run_case(matex_comm_t comm, const Case& c) {
+  using S = typename Traits::Storage;
+  const int rank = world_rank();
+  const ReductionPattern pattern(c.op, Traits::kUnsigned, world_size());
+  S* send = scratch<S>(0, c.count + kGuardElements);
+  S* recv = scratch<S>(1, c.count + kGuardElements);
+  S* input = c.placement == kOutOfPlace ? send : recv;
+  for (size_t i = 0; i < c.count; ++i) input[i] = Traits::encode(pattern.input(i, rank));
+  if (c.placement == kOutOfPlace) std::memset(recv, 0xA5, c.count * sizeof(S));
+  write_guard<Traits>(recv, c.count);
+
+  const void* sendbuf = c.placement == kOutOfPlace ? send : c.placement == kSameBuffer ? recv : MATEX_IN_PLACE;
+  const matex_status_t status = matex_allreduce(comm, sendbuf, recv, c.count, c.dtype, c.op);
+  EXPECT_EQ(status, MATEX_SUCCESS) << c.describe() << ": " << matex_last_error();
+  if (status != MATEX_SUCCESS) return 1;
+
+  long long errors = 0;
+  const char* ran = "?";
+  EXPECT_EQ(matex_last_algorithm(comm, MATEX_COLL_ALLREDUCE, &ran), MATEX_SUCCESS);
+  const std::string wanted = world_size() == 1 ? "flat" : c.algorithm;
+  if (wanted != ran) {
+    ADD_FAILURE() << c.describe() << ": matex_last_algorithm says \"" << ran << "\", expected \"" << wanted << "\"";
+    ++errors;
+  }
+
+  Mismatches result;
+  check_elements<Traits>(recv, c.count, [&](size_t i) { return pattern.expected(i); }, result);
+  EXPECT_EQ(result.count(), 0u) << c.describe() << ": result " << result.report();
+  Mismatches guard;
+  check_guard<Traits>(recv, c.count, guard);
+  EXPECT_EQ(guard.count(), 0u) << c.describe() << ": wrote past recvbuf[count]: " << guard.report();
+  Mismatches source;
+  if (c.placement == kOutOfPlace) {
+    check_elements<Traits>(send, c.count, [&](size_t i) { return pattern.input(i, rank); }, source);
+    EXPECT_EQ(source.count(), 0u) << c.describe() << ": sendbuf was modified: " << source.report();
+  }
+  return errors + static_cast<long long>(result.count() + guard.count() + source.count());
+}
+
+class AllreduceMatrix : public testing::TestWithParam<std::tuple<int, matex_dtype_t>> {};
+
+TEST_P(AllreduceMatrix, EveryOpCountAndPlacement) {
+  const int algorithm_index = std::get<0>(GetParam());
+  const matex_dtype_t dtype = std::get<1>(GetParam());
+  const char* algorithm = kAlgorithms[algorithm_index];
+  matex_comm_t comm = test_comm();
+  const char* quick = std::getenv("MATEX_TEST_QUICK");
+  const bool every_placement_huge = quick == nullptr || std::string(quick) != "1";
+  long long errors = 0;
+  const matex_status_t set = matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, algorithm);
+  EXPECT_EQ(set, MATEX_SUCCESS) << matex_last_error();
+  errors += set != MATEX_SUCCESS;
+
+  for (matex_op_t op : kAllOps) {
+    if (op == MATEX_AVG && !is_floating(dtype)) {
+      // Rejected locally by every rank, before any communication.
+      int8_t buf[8] = {};
+      const matex_status_t status = matex_allreduce(comm, buf, buf, 1, dtype, op);
+      EXPECT_EQ(status, MATEX_ERR_INVALID_ARG) << "avg on " << dtype_label(dtype);
+      EXPECT_NE(std::string(matex_last_error()).find("avg"), std::string::npos) << matex_last_error();
+      errors += status != MATEX_ERR_INVALID_ARG;
+      continue;
+    }
+    const int huge_placement = (algorithm_index * 8 + static_cast<int>(dtype) * 5 + static_cast<int>(op)) % 3;
+    for (size_t count : kCounts) {
+      for (int placement = kOutOfPlace; placement <= kInPlaceMarker; ++placement) {
+        if (count == kHugeCount && placement != huge_placement && !every_placement_huge) continue;
+        const Case c{algorithm, dtype, op, count, placement};
+        with_dtype(dtype, [&](auto traits) { errors += run_case<decltype(traits)>(comm, c); });
+      }
+    }
+  }
+  EXPECT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "auto"), MATEX_SUCCESS);
+  agree_no_errors(errors, std::string("allreduce ") + algorithm + " " + dtype_label(dtype));
+}
+
+std::string matrix_name(const testing::TestParamInfo<std::tuple<int, matex_dtype_t>>& info) {
+  return std::string(kAlgorithms[std::get<0>(info.param)]) + "_" + dtype_label(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, AllreduceMatrix,
+                         testing::Combine(testing::Range(0, 3), testing::ValuesIn(kAllDtypes)), matrix_name);
+
+// "auto" picks some algorithm; whichever it is, the result must be right.
+TEST(Allreduce, AutoSelectionIsCorrect) {
+  matex_comm_t comm = test_comm();
+  long long errors = 0;
+  for (size_t count : {size_t(3), size_t(100003)}) {
+    const Case c{"auto", MATEX_FLOAT32, MATEX_SUM, count, kOutOfPlace};
+    EXPECT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "auto"), MATEX_SUCCESS);
+    float* send = scratch<float>(0, count + kGuardElements);
+    float* recv = scratch<float>(1, count + kGuardElements);
+    const ReductionPattern pattern(MATEX_SUM, false, world_size());
+    for (size_t i = 0; i < count; ++i) send[i] = static_cast<float>(pattern.input(i, world_rank()));
+    const matex_status_t status = matex_allreduce(comm, send, recv, count, MATEX_FLOAT32, MATEX_SUM);
+    EXPECT_EQ(status, MATEX_SUCCESS) << c.describe() << ": " << matex_last_error();
+    if (status != MATEX_SUCCESS) { ++errors; continue; }
+    Mismatches result;
+    check_elements<PlainTraits<float, MATEX_FLOAT32, true>>(recv, count, [&](size_t i) { return pattern.expected(i); },
+                                                            result);
+    EXPECT_EQ(result.count(), 0u) << c.describe() << ": " << result.report();
+    errors += static_cast<long long>(result.count());
+  }
+  agree_no_errors(errors, "allreduce auto");
+}
+
+}  // namespace
+}  // namespace matex_test

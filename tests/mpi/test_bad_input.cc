@@ -1,0 +1,220 @@
+// test_bad_input.cc - invalid arguments to the collectives and to the
+// algorithm choice, NULL and finalized communicators, and ranks that disagree
+// on a collective's arguments. Each call must return the documented status,
+// matex_last_error() must name the argument at fault, nothing may crash or
+// hang, and the communicator must still work afterwards.
+//
+// Every rank passes the same bad argument, so every rank fails the same local
+// check and no rank is left waiting in a collective.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "matexcomm/matexcomm_mpi.h"
+#include "mpi_test_util.h"
+
+namespace matex_test {
+namespace {
+
+const matex_dtype_t kBadDtype = static_cast<matex_dtype_t>(99);
+const matex_op_t kBadOp = static_cast<matex_op_t>(99);
+
+// Counts a wrong status or a message that does not mention `needle`. The
+// message is only fresh after a failed call, so it is checked only then.
+long long expect_error(matex_status_t got, matex_status_t want, const char* needle, const char* call) {
+  EXPECT_EQ(got, want) << call << ": returned " << matex_status_string(got);
+  if (got == MATEX_SUCCESS) return 1;
+  const std::string message = matex_last_error();
+  EXPECT_NE(message.find(needle), std::string::npos) << call << ": message \"" << message << "\" does not name \""
+                                                     << needle << "\"";
+  return (got != want) + (message.find(needle) == std::string::npos);
+}
+
+// A correct float32 sum allreduce; returns the number of wrong elements (+1 on error status).
+long long check_comm_still_works(matex_comm_t comm) {
+  const int size = world_size();
+  std::vector<float> in(1000), out(1000, -1.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((i % 17) + world_rank());
+  const matex_status_t status = matex_allreduce(comm, in.data(), out.data(), in.size(), MATEX_FLOAT32, MATEX_SUM);
+  EXPECT_EQ(status, MATEX_SUCCESS) << "allreduce after errors: " << matex_last_error();
+  if (status != MATEX_SUCCESS) return 1;
+  long long wrong = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const float want = static_cast<float>((i % 17) * size + size * (size - 1) / 2);
+    wrong += out[i] != want;
+  }
+  EXPECT_EQ(wrong, 0) << "allreduce after errors gave wrong results";
+  return wrong;
+}
+
+TEST(BadInput, AllreduceArguments) {
+  matex_comm_t comm = test_comm();
+  float buf[8] = {};
+  long long errors = 0;
+  errors += expect_error(matex_allreduce(comm, nullptr, buf, 4, MATEX_FLOAT32, MATEX_SUM), MATEX_ERR_INVALID_ARG,
+                         "sendbuf", "allreduce(sendbuf=NULL)");
+  errors += expect_error(matex_allreduce(comm, buf, nullptr, 4, MATEX_FLOAT32, MATEX_SUM), MATEX_ERR_INVALID_ARG,
+                         "recvbuf", "allreduce(recvbuf=NULL)");
+  errors += expect_error(matex_allreduce(comm, MATEX_IN_PLACE, nullptr, 4, MATEX_FLOAT32, MATEX_SUM),
+                         MATEX_ERR_INVALID_ARG, "NULL", "allreduce(MATEX_IN_PLACE, recvbuf=NULL)");
+  errors += expect_error(matex_allreduce(comm, buf, buf, 4, kBadDtype, MATEX_SUM), MATEX_ERR_INVALID_ARG, "dtype",
+                         "allreduce(dtype=99)");
+  errors += expect_error(matex_allreduce(comm, buf, buf, 4, MATEX_FLOAT32, kBadOp), MATEX_ERR_INVALID_ARG, "op",
+                         "allreduce(op=99)");
+  errors += expect_error(matex_allreduce(comm, buf, buf, 4, MATEX_FLOAT32, static_cast<matex_op_t>(-1)),
+                         MATEX_ERR_INVALID_ARG, "op", "allreduce(op=-1)");
+  errors += expect_error(matex_allreduce(comm, buf, buf, 4, MATEX_INT32, MATEX_AVG), MATEX_ERR_INVALID_ARG, "avg",
+                         "allreduce(int32, avg)");
+  // count 0 needs no buffers at all.
+  EXPECT_EQ(matex_allreduce(comm, nullptr, nullptr, 0, MATEX_FLOAT32, MATEX_SUM), MATEX_SUCCESS) << matex_last_error();
+  errors += check_comm_still_works(comm);
+  agree_no_errors(errors, "allreduce bad arguments");
+}
+
+TEST(BadInput, BroadcastGatherScatterArguments) {
+  matex_comm_t comm = test_comm();
+  const int size = world_size();
+  std::vector<float> buf(8 * size + 8, 0.0f);
+  long long errors = 0;
+  errors += expect_error(matex_broadcast(comm, buf.data(), 4, MATEX_FLOAT32, -1), MATEX_ERR_INVALID_ARG, "root",
+                         "broadcast(root=-1)");
+  errors += expect_error(matex_broadcast(comm, buf.data(), 4, MATEX_FLOAT32, size), MATEX_ERR_INVALID_ARG, "root",
+                         "broadcast(root=size)");
+  errors += expect_error(matex_broadcast(comm, nullptr, 4, MATEX_FLOAT32, 0), MATEX_ERR_INVALID_ARG, "buffer",
+                         "broadcast(buffer=NULL)");
+  errors += expect_error(matex_broadcast(comm, buf.data(), 4, kBadDtype, 0), MATEX_ERR_INVALID_ARG, "dtype",
+                         "broadcast(dtype=99)");
+
+  errors += expect_error(matex_allgather(comm, nullptr, buf.data(), 4, MATEX_FLOAT32), MATEX_ERR_INVALID_ARG,
+                         "sendbuf", "allgather(sendbuf=NULL)");
+  errors += expect_error(matex_allgather(comm, buf.data(), nullptr, 4, MATEX_FLOAT32), MATEX_ERR_INVALID_ARG,
+                         "recvbuf", "allgather(recvbuf=NULL)");
+  errors += expect_error(matex_allgather(comm, buf.data(), buf.data() + 8, 4, kBadDtype), MATEX_ERR_INVALID_ARG,
+                         "dtype", "allgather(dtype=99)");
+  std::vector<size_t> counts(size, 2);
+  errors += expect_error(matex_allgatherv(comm, buf.data(), 2, buf.data() + 8, nullptr, nullptr, MATEX_FLOAT32),
+                         MATEX_ERR_INVALID_ARG, "recvcounts", "allgatherv(recvcounts=NULL)");
+  errors += expect_error(matex_allgatherv(comm, buf.data(), 3, buf.data() + 8, counts.data(), nullptr, MATEX_FLOAT32),
+                         MATEX_ERR_INVALID_ARG, "sendcount", "allgatherv(sendcount != recvcounts[rank])");
+
+  errors += expect_error(matex_reduce_scatter(comm, nullptr, buf.data(), 2, MATEX_FLOAT32, MATEX_SUM),
+                         MATEX_ERR_INVALID_ARG, "sendbuf", "reduce_scatter(sendbuf=NULL)");
+  errors += expect_error(matex_reduce_scatter(comm, buf.data(), nullptr, 2, MATEX_FLOAT32, MATEX_SUM),
+                         MATEX_ERR_INVALID_ARG, "recvbuf", "reduce_scatter(recvbuf=NULL)");
+  errors += expect_error(matex_reduce_scatter(comm, buf.data(), buf.data() + 8, 2, kBadDtype, MATEX_SUM),
+                         MATEX_ERR_INVALID_ARG, "dtype", "reduce_scatter(dtype=99)");
+  errors += expect_error(matex_reduce_scatter(comm, buf.data(), buf.data() + 8, 2, MATEX_FLOAT32, kBadOp),
+                         MATEX_ERR_INVALID_ARG, "op", "reduce_scatter(op=99)");
+  errors += expect_error(matex_reduce_scatter(comm, buf.data(), buf.data() + 8, 2, MATEX_UINT8, MATEX_AVG),
+                         MATEX_ERR_INVALID_ARG, "avg", "reduce_scatter(uint8, avg)");
+  errors += check_comm_still_works(comm);
+  agree_no_errors(errors, "broadcast/allgather/reduce_scatter bad arguments");
+}
+
+TEST(BadInput, AlgorithmChoice) {
+  matex_comm_t comm = test_comm();
+  long long errors = 0;
+  errors += expect_error(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "no_such_algo"), MATEX_ERR_INVALID_ARG,
+                         "no_such_algo", "set_algorithm(allreduce, \"no_such_algo\")");
+  errors += expect_error(matex_set_algorithm(comm, MATEX_COLL_BROADCAST, "rab"), MATEX_ERR_INVALID_ARG, "rab",
+                         "set_algorithm(broadcast, \"rab\")");
+  errors += expect_error(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, nullptr), MATEX_ERR_INVALID_ARG, "name",
+                         "set_algorithm(name=NULL)");
+  errors += expect_error(matex_set_algorithm(comm, static_cast<matex_collective_t>(42), "flat"),
+                         MATEX_ERR_INVALID_ARG, "coll", "set_algorithm(coll=42)");
+  errors += expect_error(matex_last_algorithm(comm, MATEX_COLL_ALLREDUCE, nullptr), MATEX_ERR_INVALID_ARG, "name",
+                         "last_algorithm(name=NULL)");
+  errors += check_comm_still_works(comm);
+  agree_no_errors(errors, "algorithm choice");
+}
+
+TEST(BadInput, NullAndFinalizedComm) {
+  float buf[4] = {};
+  long long errors = 0;
+  errors += expect_error(matex_allreduce(nullptr, buf, buf, 4, MATEX_FLOAT32, MATEX_SUM), MATEX_ERR_NOT_INITIALIZED,
+                         "comm", "allreduce(comm=NULL)");
+  errors += expect_error(matex_broadcast(nullptr, buf, 4, MATEX_FLOAT32, 0), MATEX_ERR_NOT_INITIALIZED, "comm",
+                         "broadcast(comm=NULL)");
+  errors += expect_error(matex_barrier(nullptr), MATEX_ERR_NOT_INITIALIZED, "comm", "barrier(comm=NULL)");
+  int value = 0;
+  errors += expect_error(matex_comm_rank(nullptr, &value), MATEX_ERR_NOT_INITIALIZED, "comm", "comm_rank(NULL)");
+
+  matex_comm_t second = nullptr;
+  const matex_status_t created = matex_init_mpi(MPI_COMM_WORLD, &second);
+  EXPECT_EQ(created, MATEX_SUCCESS) << matex_last_error();
+  if (created == MATEX_SUCCESS) {  // same outcome on every rank
+    matex_comm_t stale = second;
+    EXPECT_EQ(matex_finalize(&second), MATEX_SUCCESS) << matex_last_error();
+    EXPECT_EQ(second, nullptr) << "matex_finalize must reset the handle";
+    errors += expect_error(matex_allreduce(stale, buf, buf, 4, MATEX_FLOAT32, MATEX_SUM), MATEX_ERR_NOT_INITIALIZED,
+                           "comm", "allreduce(finalized comm)");
+    errors += expect_error(matex_barrier(stale), MATEX_ERR_NOT_INITIALIZED, "comm", "barrier(finalized comm)");
+    errors += expect_error(matex_finalize(&stale), MATEX_ERR_NOT_INITIALIZED, "comm", "finalize(finalized comm)");
+  } else {
+    ++errors;
+  }
+  errors += check_comm_still_works(test_comm());
+  agree_no_errors(errors, "NULL and finalized comm");
+}
+
+// matexcomm.h promises that a finalized handle is always rejected, so creating
+// another communicator (which may reuse the freed memory) must not revive it.
+// Only local queries go through the stale handle, so a failure cannot hang.
+TEST(BadInput, FinalizedHandleStaysDeadAfterNewComm) {
+  long long errors = 0;
+  matex_comm_t first = nullptr;
+  matex_comm_t second = nullptr;
+  const matex_status_t created = matex_init_mpi(MPI_COMM_WORLD, &first);
+  EXPECT_EQ(created, MATEX_SUCCESS) << matex_last_error();
+  if (created == MATEX_SUCCESS) {  // same outcome on every rank
+    matex_comm_t stale = first;
+    EXPECT_EQ(matex_finalize(&first), MATEX_SUCCESS) << matex_last_error();
+    EXPECT_EQ(matex_init_mpi(MPI_COMM_WORLD, &second), MATEX_SUCCESS) << matex_last_error();
+    int rank = -1;
+    errors += expect_error(matex_comm_rank(stale, &rank), MATEX_ERR_NOT_INITIALIZED, "comm",
+                           stale == second ? "comm_rank(finalized handle, its address reused by a new comm)"
+                                           : "comm_rank(finalized handle)");
+    if (second != nullptr) {
+      EXPECT_EQ(matex_finalize(&second), MATEX_SUCCESS) << matex_last_error();
+    }
+  } else {
+    ++errors;
+  }
+  agree_no_errors(errors, "finalized handle after a new comm");
+}
+
+// Ranks of one node call rs_ar_ag allreduce with different arguments: every
+// rank must get MATEX_ERR_MISMATCH instead of hanging, and recover.
+TEST(BadInput, MismatchedArgumentsInsideANode) {
+  matex_comm_t comm = test_comm();
+  int local_rank = 0, local_size = 1, nodes = 1;
+  matex_comm_local_rank(comm, &local_rank);
+  matex_comm_node_count(comm, &nodes);
+  int smallest_node = 0;
+  matex_comm_local_size(comm, &local_size);
+  MPI_Allreduce(&local_size, &smallest_node, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (smallest_node < 2) GTEST_SKIP() << "needs at least two ranks on every node";  // same on every rank
+
+  long long errors = 0;
+  EXPECT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "rs_ar_ag"), MATEX_SUCCESS) << matex_last_error();
+  std::vector<float> buf(400, 1.0f);
+  // Different counts on different local ranks (all within one pipeline chunk).
+  const size_t count = 100 + 100 * static_cast<size_t>(local_rank);
+  errors += expect_error(matex_allreduce(comm, buf.data(), buf.data(), count, MATEX_FLOAT32, MATEX_SUM),
+                         MATEX_ERR_MISMATCH, "local rank", "allreduce with per-rank counts");
+  errors += check_comm_still_works(comm);
+  // Different ops on different local ranks.
+  const matex_op_t op = local_rank % 2 == 0 ? MATEX_SUM : MATEX_MAX;
+  errors += expect_error(matex_allreduce(comm, buf.data(), buf.data(), 100, MATEX_FLOAT32, op), MATEX_ERR_MISMATCH,
+                         "local rank", "allreduce with per-rank ops");
+  errors += check_comm_still_works(comm);
+  const char* ran = "?";
+  matex_last_algorithm(comm, MATEX_COLL_ALLREDUCE, &ran);
+  EXPECT_STREQ(ran, "rs_ar_ag");
+  EXPECT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "auto"), MATEX_SUCCESS);
+  agree_no_errors(errors, "mismatched arguments");
+}
+
+}  // namespace
+}  // namespace matex_test
