@@ -1,7 +1,10 @@
 // Unit tests of the POSIX shared-memory owner: naming, mode, visibility of
 // writes between two mappings, unlinking, and clean-up by RAII.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -51,6 +54,31 @@ TEST(ShmSegment, DestructorRemovesName) {
     EXPECT_TRUE(exists_in_dev_shm(name));
   }
   EXPECT_FALSE(exists_in_dev_shm(name));
+}
+
+// A name as a killed job would leave it: creator pid `pid`.
+std::string leave_segment_of(long pid) {
+  std::string name = "/" + std::string(kShmNamePrefix) + std::to_string(::getuid()) + "-" + std::to_string(pid) +
+                     "-0-test";
+  int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT, 0600);
+  EXPECT_GE(fd, 0);
+  if (fd >= 0) ::close(fd);
+  return name;
+}
+
+TEST(ShmSegment, StaleSegmentsOfDeadCreatorsAreRemoved) {
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ::waitpid(child, nullptr, 0);  // `child` is now a pid with no process
+  std::string stale = leave_segment_of(child);
+  std::string live = leave_segment_of(::getpid());
+  ASSERT_TRUE(exists_in_dev_shm(stale));
+  ShmSegment::remove_stale_segments();
+  EXPECT_FALSE(exists_in_dev_shm(stale)) << stale;
+  EXPECT_TRUE(exists_in_dev_shm(live)) << "a live creator's segment must stay: " << live;
+  ::shm_unlink(live.c_str());
+  ::shm_unlink(stale.c_str());
 }
 
 TEST(ShmSegment, NamesAreUnique) {

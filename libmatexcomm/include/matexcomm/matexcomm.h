@@ -14,6 +14,10 @@
  *    is detected and rejected with MATEX_ERR_NOT_INITIALIZED.
  *  - Collectives are blocking and must be called by every rank of the
  *    communicator in the same order with the same count, dtype and op.
+ *    Inside a node, ranks that disagree get MATEX_ERR_MISMATCH.
+ *  - A communicator is used by one thread at a time (like an MPI communicator
+ *    in MPI_THREAD_SERIALIZED); different communicators may be used from
+ *    different threads.
  *  - "In place": pass the same pointer as send and receive buffer, or
  *    MATEX_IN_PLACE as the send buffer (MPI semantics, see each call).
  *
@@ -51,7 +55,9 @@ typedef enum matex_status {
   MATEX_ERR_TIMEOUT = 6,         /* a peer did not arrive in MATEX_TIMEOUT_SECONDS */
   MATEX_ERR_MISMATCH = 7,        /* ranks called a collective with different arguments */
   MATEX_ERR_UNSUPPORTED = 8,     /* valid request this build cannot serve */
-  MATEX_ERR_INTERNAL = 9         /* a bug in libmatexcomm: please report it */
+  MATEX_ERR_INTERNAL = 9,        /* a bug in libmatexcomm: please report it */
+  MATEX_ERR_COMM_FAILED = 10     /* an earlier failure (timeout, MPI error, a failed peer) left the
+                                    communicator unusable: finalize it and create a new one */
 } matex_status_t;
 
 typedef enum matex_dtype {
@@ -112,8 +118,9 @@ MATEX_API matex_status_t matex_comm_node_count(matex_comm_t comm, int* node_coun
 /* ---- algorithm choice ------------------------------------------------------ */
 /* Overrides the algorithm of one collective on this communicator. "auto"
  * restores size-based selection. Names: see docs/algorithms.md; for allreduce
- * "flat", "rs_ar_ag", "rab". Local (not collective): every rank must set the
- * same name, or the next call fails with MATEX_ERR_MISMATCH or a timeout. */
+ * "flat", "rs_ar_ag", "rab". Collective: every rank must pass the same name;
+ * otherwise every rank gets MATEX_ERR_MISMATCH (or MATEX_ERR_INVALID_ARG for a
+ * name that some rank got wrong) and no rank changes its choice. */
 MATEX_API matex_status_t matex_set_algorithm(matex_comm_t comm, matex_collective_t coll,
                                              const char* name);
 /* Name of the algorithm the last call of `coll` used ("" before the first). */

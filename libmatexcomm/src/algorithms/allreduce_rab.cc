@@ -28,10 +28,12 @@ void allreduce_rab(const CollectiveContext& ctx, const AllreduceArgs& args) {
   const size_t chunk = ctx.chunk_bytes / element;
   const bool across_nodes = layout.node_count > 1;
   const bool leader = layout.local_rank == 0;
-  const CallDescriptor descriptor{args.count, args.dtype, args.op, args.algorithm_id, MATEX_COLL_ALLREDUCE};
+  const CallDescriptor descriptor{args.sequence, args.count, args.dtype, args.op, args.algorithm_id,
+                                  MATEX_COLL_ALLREDUCE};
   const char* in = static_cast<const char*>(args.send);
   char* out = static_cast<char*>(args.recv);
 
+  if (args.count == 0 && ctx.shm != nullptr) ctx.shm->exchange_descriptor(descriptor);
   for (size_t done = 0; done < args.count; done += chunk) {
     const size_t n = std::min(chunk, args.count - done);
     if (ctx.shm == nullptr) {  // alone on my node, hence its leader
@@ -46,7 +48,10 @@ void allreduce_rab(const CollectiveContext& ctx, const AllreduceArgs& args) {
       std::vector<const void*> sources(q);
       for (int l = 0; l < q; ++l) sources[l] = shm.slot(round, l);
       reduce_sources(args.dtype, args.op, target, sources.data(), q, n);
-      if (across_nodes) ctx.reductions->allreduce_in_place(ctx.leaders, target, n, args.dtype, args.op);
+      if (across_nodes) {
+        ShmNodeChannel::MpiSection in_mpi(shm);
+        ctx.reductions->allreduce_in_place(ctx.leaders, target, n, args.dtype, args.op);
+      }
       if (args.op == MATEX_AVG) divide_elements(args.dtype, target, n, layout.world_size);
       shm.mark_ready(round);
     }

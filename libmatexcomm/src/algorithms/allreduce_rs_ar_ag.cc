@@ -33,10 +33,12 @@ void allreduce_rs_ar_ag(const CollectiveContext& ctx, const AllreduceArgs& args)
   const size_t chunk = ctx.chunk_bytes / element;
   const int owners = layout.min_local_size();
   const bool across_nodes = layout.node_count > 1;
-  const CallDescriptor descriptor{args.count, args.dtype, args.op, args.algorithm_id, MATEX_COLL_ALLREDUCE};
+  const CallDescriptor descriptor{args.sequence, args.count, args.dtype, args.op, args.algorithm_id,
+                                  MATEX_COLL_ALLREDUCE};
   const char* in = static_cast<const char*>(args.send);
   char* out = static_cast<char*>(args.recv);
 
+  if (args.count == 0 && ctx.shm != nullptr) ctx.shm->exchange_descriptor(descriptor);
   for (size_t done = 0; done < args.count; done += chunk) {
     const size_t n = std::min(chunk, args.count - done);
     const ElementRange shard = split_range(n, owners, std::min(layout.local_rank, owners - 1));
@@ -54,6 +56,7 @@ void allreduce_rs_ar_ag(const CollectiveContext& ctx, const AllreduceArgs& args)
       for (int l = 0; l < q; ++l) sources[l] = shm.slot(round, l) + shard.begin * element;
       reduce_sources(args.dtype, args.op, target, sources.data(), q, shard.size());
       if (across_nodes && shard.size() > 0) {
+        ShmNodeChannel::MpiSection in_mpi(shm);
         ctx.reductions->allreduce_in_place(ctx.rail, target, shard.size(), args.dtype, args.op);
       }
       if (args.op == MATEX_AVG) divide_elements(args.dtype, target, shard.size(), layout.world_size);

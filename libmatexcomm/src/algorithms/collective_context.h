@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "matex/topology/layout.h"
 #include "matexcomm/matexcomm.h"
@@ -33,6 +34,7 @@ struct AllreduceArgs {
   matex_dtype_t dtype = MATEX_FLOAT32;
   matex_op_t op = MATEX_SUM;
   int algorithm_id = 0;  // carried in the shm call descriptor to catch mismatches
+  uint64_t sequence = 0;  // the communicator's collective call number, likewise
 };
 
 // Elements [begin, end) of part `index` when `count` elements are cut into `parts` near-equal parts.

@@ -117,6 +117,7 @@ const char* matex_status_string(matex_status_t status) {
     case MATEX_ERR_MISMATCH: return "ranks disagree";
     case MATEX_ERR_UNSUPPORTED: return "unsupported";
     case MATEX_ERR_INTERNAL: return "internal error";
+    case MATEX_ERR_COMM_FAILED: return "communicator failed";
   }
   return "unknown status";
 }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "algorithms/algorithms.h"
+#include "api/config_agreement.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/logging.h"
@@ -36,9 +37,16 @@ void require_int_count(size_t count, const char* argument) {
 
 }  // namespace
 
-Communicator::Communicator(MPI_Comm parent) : config_(Config::from_environment()) {
-  set_log_level(config_.get_string("MATEX_LOG_LEVEL"));
+Communicator::Communicator(MPI_Comm parent) {
+  std::string config_error;
+  try {
+    config_ = Config::from_environment();
+  } catch (const Error& error) {
+    config_error = error.message();
+  }
   world_ = UniqueComm::duplicate(parent);
+  agree_on_configuration(world_.get(), config_, config_error);
+  set_log_level(config_.get_string("MATEX_LOG_LEVEL"));
   const int rank = world_.rank();
   set_log_rank(rank);
   std::string host_id = topo::make_host_id(config_.get_string("MATEX_HOSTID"));
@@ -72,11 +80,15 @@ void Communicator::setup_shared_memory() {
       for (int r = 0; r < layout_.world_size; ++r) {
         if (layout_.node_of_rank[r] == layout_.node_index) world_ranks.push_back(r);
       }
-      shm_ = std::make_unique<ShmNodeChannel>(context_.node, world_ranks, context_.chunk_bytes,
-                                              config_.get_seconds("MATEX_TIMEOUT_SECONDS"));
+      ShmWaitPolicy policy{config_.get_seconds("MATEX_TIMEOUT_SECONDS"),
+                           config_.get_seconds("MATEX_STALL_WARNING_SECONDS")};
+      shm_ = std::make_unique<ShmNodeChannel>(context_.node, world_ranks, context_.chunk_bytes, policy);
     } catch (const Error& error) {
       ok = 0;
       failure = error.message();
+    } catch (const std::exception& error) {
+      ok = 0;
+      failure = error.what();
     }
   }
   // Every rank must make the same choice, so agree on it.
@@ -97,19 +109,72 @@ int Communicator::collective_index(matex_collective_t coll) {
 }
 
 void Communicator::set_algorithm(matex_collective_t coll, const char* name) {
-  int index = collective_index(coll);
-  MATEX_REQUIRE(name != nullptr, MATEX_ERR_INVALID_ARG, "name is NULL");
-  std::vector<std::string> names = algorithm_names(coll);
-  std::string list;
-  for (const std::string& candidate : names) {
-    if (candidate == name) {
-      choice_[index] = name;
-      return;
+  // Check locally, but agree with every rank before raising, so that a rank
+  // with a bad argument never leaves the others waiting.
+  std::string problem;
+  int index = static_cast<int>(coll);
+  if (index < 0 || index > 3) {
+    problem = "coll = " + std::to_string(index) + " is not a matex_collective_t";
+  } else if (name == nullptr) {
+    problem = "name is NULL";
+  } else {
+    std::string list;
+    bool known = false;
+    for (const std::string& candidate : algorithm_names(coll)) {
+      known = known || candidate == name;
+      list += (list.empty() ? "" : ", ") + candidate;
     }
-    list += (list.empty() ? "" : ", ") + candidate;
+    if (!known) problem = std::string("name = \"") + name + "\" is not an algorithm of this collective (" + list + ")";
   }
-  MATEX_RAISE(MATEX_ERR_INVALID_ARG, std::string("name = \"") + name + "\" is not an algorithm of this collective (" +
-                                         list + ")");
+  uint64_t digest = problem.empty() ? stable_digest(std::to_string(index) + ":" + name) : 0;
+  bool invalid = false;
+  int other = find_disagreeing_rank(world_.get(), digest, &invalid);
+  if (!problem.empty()) MATEX_RAISE(MATEX_ERR_INVALID_ARG, problem);
+  if (other >= 0 && invalid) {
+    MATEX_RAISE(MATEX_ERR_INVALID_ARG, "rank " + std::to_string(other) +
+                                           " passed an invalid collective or algorithm name to matex_set_algorithm; "
+                                           "no rank changed its algorithm");
+  }
+  if (other >= 0) {
+    MATEX_RAISE(MATEX_ERR_MISMATCH, std::string("matex_set_algorithm(\"") + name + "\") differs from rank " +
+                                        std::to_string(other) + "'s choice; every rank must choose the same "
+                                        "algorithm, and none changed it");
+  }
+  choice_[index] = name;
+}
+
+template <class Body>
+void Communicator::run_collective(Body&& body) {
+  if (!failure_.empty()) {
+    MATEX_RAISE(MATEX_ERR_COMM_FAILED, "this communicator failed earlier (" + failure_ +
+                                           "); finalize it and create a new one");
+  }
+  ++sequence_;
+  try {
+    body();
+  } catch (const Error& error) {
+    if (error.status() == MATEX_ERR_MISMATCH && shm_) {
+      sequence_ = std::max(sequence_, shm_->highest_sequence_seen());  // resume in step
+    }
+    bool recoverable = error.status() == MATEX_ERR_MISMATCH || error.status() == MATEX_ERR_INVALID_ARG ||
+                       error.status() == MATEX_ERR_UNSUPPORTED;
+    if (!recoverable) {
+      failure_ = error.message();
+      if (shm_) shm_->abandon();
+    }
+    if (error.status() == MATEX_ERR_TIMEOUT && layout_.node_count > 1) {
+      // Ranks on other nodes may be blocked inside MPI waiting for this node;
+      // nothing can wake them but ending the job, so end it with the reason.
+      MATEX_LOG(LogLevel::kError, error.message() + "; aborting the job, since ranks on other nodes would wait "
+                                                    "forever");
+      MPI_Abort(world_.get(), 1);
+    }
+    throw;
+  } catch (const std::exception& error) {
+    failure_ = error.what();
+    if (shm_) shm_->abandon();
+    throw;
+  }
 }
 
 const char* Communicator::last_algorithm(matex_collective_t coll) const {
@@ -125,9 +190,12 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   int chosen = select_allreduce(context_, choice_[MATEX_COLL_ALLREDUCE], bytes, rab_max_bytes_);
   const AllreduceAlgorithm& algorithm = allreduce_registry()[chosen];
   last_[MATEX_COLL_ALLREDUCE] = algorithm.name;
-  if (count == 0) return;
-  AllreduceArgs args{send, recv, count, dtype, op, chosen};
-  algorithm.run(context_, args);
+  run_collective([&] {
+    // Even with count 0 the hierarchical algorithms meet their local peers, so
+    // a rank whose count differs is told rather than silently skipped.
+    AllreduceArgs args{send, recv, count, dtype, op, chosen, sequence_};
+    algorithm.run(context_, args);
+  });
 }
 
 void Communicator::broadcast(void* buffer, size_t count, matex_dtype_t dtype, int root) {
@@ -140,9 +208,11 @@ void Communicator::broadcast(void* buffer, size_t count, matex_dtype_t dtype, in
   }
   std::string chosen = select_broadcast(context_, choice_[MATEX_COLL_BROADCAST]);
   last_[MATEX_COLL_BROADCAST] = chosen;
-  if (count == 0) return;
-  if (chosen == "hier") broadcast_hierarchical(context_, buffer, count, dtype, root);
-  else broadcast_flat(context_, buffer, count, dtype, root);
+  run_collective([&] {
+    if (count == 0) return;
+    if (chosen == "hier") broadcast_hierarchical(context_, buffer, count, dtype, root);
+    else broadcast_flat(context_, buffer, count, dtype, root);
+  });
 }
 
 void Communicator::allgatherv(const void* send, size_t sendcount, void* recv, const size_t* recvcounts,
@@ -173,8 +243,10 @@ void Communicator::allgatherv(const void* send, size_t sendcount, void* recv, co
   require_buffer(recv, extent, "recvbuf");
   checked_bytes(extent, dtype, "recvcounts");
   last_[MATEX_COLL_ALLGATHER] = "flat";
-  if (total == 0) return;
-  allgatherv_flat(context_, send, recv, counts, offsets, dtype);
+  run_collective([&] {
+    if (total == 0) return;
+    allgatherv_flat(context_, send, recv, counts, offsets, dtype);
+  });
 }
 
 void Communicator::allgather(const void* send, void* recv, size_t count, matex_dtype_t dtype) {
@@ -191,10 +263,14 @@ void Communicator::reduce_scatter(const void* send, void* recv, size_t recvcount
   if (!in_place) require_buffer(send, recvcount * layout_.world_size, "sendbuf");
   require_buffer(recv, recvcount, "recvbuf");
   last_[MATEX_COLL_REDUCE_SCATTER] = "flat";
-  if (recvcount == 0) return;
-  reduce_scatter_flat(context_, in_place ? nullptr : send, recv, recvcount, dtype, op);
+  run_collective([&] {
+    if (recvcount == 0) return;
+    reduce_scatter_flat(context_, in_place ? nullptr : send, recv, recvcount, dtype, op);
+  });
 }
 
-void Communicator::barrier() { check_mpi(MPI_Barrier(world_.get()), "MPI_Barrier"); }
+void Communicator::barrier() {
+  run_collective([&] { check_mpi(MPI_Barrier(world_.get()), "MPI_Barrier"); });
+}
 
 }  // namespace matexcomm

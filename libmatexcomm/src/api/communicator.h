@@ -41,6 +41,11 @@ class Communicator {
  private:
   void setup_shared_memory();
   static int collective_index(matex_collective_t coll);
+  // Runs one collective after its arguments were checked: counts the call,
+  // refuses to run on a failed communicator, and marks the communicator failed
+  // when the collective fails midway (anything but a mismatch).
+  template <class Body>
+  void run_collective(Body&& body);
 
   Config config_;
   UniqueComm world_;
@@ -52,6 +57,8 @@ class Communicator {
   size_t rab_max_bytes_ = 0;
   std::string choice_[4];
   std::string last_[4];
+  uint64_t sequence_ = 0;
+  std::string failure_;  // non-empty once the communicator has failed
 };
 
 }  // namespace matexcomm

@@ -22,8 +22,11 @@ inline void cpu_relax() {
 }  // namespace
 
 Backoff::Backoff(double timeout_seconds)
-    : start_(Clock::now()),
-      deadline_(start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds))) {}
+    : timeout_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds))),
+      start_(Clock::now()),
+      deadline_(start_ + timeout_) {}
+
+void Backoff::extend() { deadline_ = Clock::now() + timeout_; }
 
 double Backoff::elapsed_seconds() const {
   return std::chrono::duration<double>(Clock::now() - start_).count();

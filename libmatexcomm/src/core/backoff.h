@@ -16,9 +16,12 @@ class Backoff {
   // Waits a little. Returns false once the deadline has passed.
   bool pause();
   double elapsed_seconds() const;
+  // Restarts the timeout from now (the peer showed it is alive); keeps the pace.
+  void extend();
 
  private:
   using Clock = std::chrono::steady_clock;
+  Clock::duration timeout_;
   Clock::time_point start_;
   Clock::time_point deadline_;
   unsigned rounds_ = 0;

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
@@ -29,6 +30,29 @@ bool in_choices(const std::string& value, const std::string& choices) {
   return false;
 }
 
+// Bytes as a user would write them (64, 256K, 1G); other numbers with %g.
+std::string format_number(const ConfigEntry& entry, double value) {
+  if (entry.type == ConfigType::kBytes) {
+    const char* suffixes[] = {"", "K", "M", "G"};
+    int power = 0;
+    while (power < 3 && value >= 1024 && std::fmod(value, 1024) == 0) {
+      value /= 1024;
+      ++power;
+    }
+    return std::to_string(static_cast<long long>(value)) + suffixes[power];
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+std::string check_range(const ConfigEntry& entry, double value) {
+  if (entry.min_value == entry.max_value) return "";
+  if (value >= entry.min_value && value <= entry.max_value) return "";
+  return "expected a value from " + format_number(entry, entry.min_value) + " to " +
+         format_number(entry, entry.max_value);
+}
+
 // Returns "" when `value` is valid for `entry`, else what a valid value looks like.
 std::string validate(const ConfigEntry& entry, const std::string& value) {
   bool flag = false;
@@ -41,11 +65,14 @@ std::string validate(const ConfigEntry& entry, const std::string& value) {
     case ConfigType::kBool:
       return parse_bool(value, &flag) ? "" : "expected 0, 1, true, false, yes, no, on or off";
     case ConfigType::kInt:
-      return parse_int(value, &integer) ? "" : "expected an integer";
+      if (!parse_int(value, &integer)) return "expected an integer";
+      return check_range(entry, static_cast<double>(integer));
     case ConfigType::kBytes:
-      return parse_bytes(value, &bytes) ? "" : "expected a byte count such as 4096, 64K, 1M or 2G";
+      if (!parse_bytes(value, &bytes)) return "expected a byte count such as 4096, 64K, 1M or 2G";
+      return check_range(entry, static_cast<double>(bytes));
     case ConfigType::kSeconds:
-      return parse_seconds(value, &seconds) && seconds > 0 ? "" : "expected a positive number of seconds";
+      if (!parse_seconds(value, &seconds)) return "expected a number of seconds";
+      return check_range(entry, seconds);
     case ConfigType::kChoice:
       return in_choices(value, entry.choices) ? "" : std::string("expected one of ") + entry.choices;
   }
@@ -53,6 +80,15 @@ std::string validate(const ConfigEntry& entry, const std::string& value) {
 }
 
 }  // namespace
+
+uint64_t stable_digest(const std::string& text) {
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return hash == 0 ? 1 : hash;  // 0 is reserved for "invalid"
+}
 
 const char* config_type_name(ConfigType type) {
   switch (type) {
@@ -122,8 +158,8 @@ bool parse_seconds(const std::string& text, double* out) {
 
 std::string config_table_markdown() {
   std::ostringstream out;
-  out << "| Variable | Type | Default | Description |\n";
-  out << "|---|---|---|---|\n";
+  out << "| Variable | Type | Default | Same on all ranks | Description |\n";
+  out << "|---|---|---|---|---|\n";
   for (const ConfigEntry& entry : config_table()) {
     std::string type = config_type_name(entry.type);
     if (entry.type == ConfigType::kChoice) {
@@ -134,7 +170,11 @@ std::string config_table_markdown() {
       type += ": `" + choices + "`";
     }
     std::string fallback = entry.default_value[0] ? "`" + std::string(entry.default_value) + "`" : "(empty)";
-    out << "| `" << entry.name << "` | " << type << " | " << fallback << " | " << entry.doc << " |\n";
+    if (entry.min_value != entry.max_value) {
+      type += " (" + format_number(entry, entry.min_value) + " to " + format_number(entry, entry.max_value) + ")";
+    }
+    out << "| `" << entry.name << "` | " << type << " | " << fallback << " | "
+        << (entry.same_on_all_ranks ? "yes" : "no") << " | " << entry.doc << " |\n";
   }
   return out.str();
 }
@@ -188,6 +228,14 @@ double Config::get_seconds(const char* name) const {
   double value = 0;
   parse_seconds(lookup(name).text, &value);
   return value;
+}
+
+std::vector<uint64_t> Config::agreement_digests() const {
+  std::vector<uint64_t> digests;
+  for (const ConfigEntry& entry : config_table()) {
+    if (entry.same_on_all_ranks) digests.push_back(stable_digest(lookup(entry.name).text));
+  }
+  return digests;
 }
 
 std::vector<std::string> Config::describe() const {

@@ -21,6 +21,9 @@ struct ConfigEntry {
   ConfigType type;
   const char* default_value;  // as a user would write it
   const char* choices;        // "|"-separated for kChoice, else ""
+  double min_value;           // numeric types: allowed range; min == max means unbounded
+  double max_value;
+  bool same_on_all_ranks;     // checked across ranks when a communicator is created
   const char* doc;            // one line
 };
 
@@ -47,6 +50,10 @@ class Config {
   // "NAME=value (default|env)" lines, for --print-config.
   std::vector<std::string> describe() const;
 
+  // One 64-bit digest per same_on_all_ranks row, in table order: ranks whose
+  // digests differ disagree on that variable.
+  std::vector<uint64_t> agreement_digests() const;
+
  private:
   struct Value {
     std::string text;
@@ -55,6 +62,9 @@ class Config {
   const Value& lookup(const char* name) const;
   std::map<std::string, Value> values_;
 };
+
+// A digest of `text` that is the same in every process (FNV-1a), never 0.
+uint64_t stable_digest(const std::string& text);
 
 // Parsers shared with the table validation (exposed for unit tests).
 bool parse_bool(const std::string& text, bool* out);

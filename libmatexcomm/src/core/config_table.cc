@@ -1,28 +1,41 @@
 // config_table.cc - THE table of MATEX_* settings. One row per knob.
+//
+// Columns: name, type, default, choices (kChoice), lowest and highest allowed
+// value (numeric types; equal means unbounded), whether every rank must use the
+// same value (checked when a communicator is created), one line of doc.
 #include "core/config.h"
 
 namespace matexcomm {
 
+namespace {
+constexpr double kUnbounded = 0;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr bool kSameOnAllRanks = true;
+constexpr bool kPerRank = false;
+}  // namespace
+
 const std::vector<ConfigEntry>& config_table() {
   static const std::vector<ConfigEntry> kConfigTable = {
-      {"MATEX_VIRTUAL_NODES", ConfigType::kString, "", "",
+      {"MATEX_VIRTUAL_NODES", ConfigType::kString, "", "", kUnbounded, kUnbounded, kSameOnAllRanks,
        "Split consecutive world ranks into virtual nodes of these sizes, e.g. 2,2 or 3,1; "
        "they must add up to the world size. Empty: group by host id."},
-      {"MATEX_HOSTID", ConfigType::kString, "", "",
+      {"MATEX_HOSTID", ConfigType::kString, "", "", kUnbounded, kUnbounded, kPerRank,
        "Host identity used to group ranks into nodes. Empty: hostname plus boot id."},
-      {"MATEX_TIMEOUT_SECONDS", ConfigType::kSeconds, "120", "",
-       "Longest wait for a peer inside a node before the call fails with MATEX_ERR_TIMEOUT "
-       "naming the missing rank."},
-      {"MATEX_ALLREDUCE_ALGO", ConfigType::kChoice, "auto", "auto|flat|rs_ar_ag|rab",
-       "Allreduce algorithm: auto selects by message size."},
-      {"MATEX_RAB_MAX_BYTES", ConfigType::kBytes, "64K", "",
-       "auto uses the reduce-allreduce-broadcast algorithm up to this message size and "
-       "rs_ar_ag above it."},
-      {"MATEX_SHM_CHUNK_BYTES", ConfigType::kBytes, "256K", "",
-       "Bytes per rank per pipeline step of the shared-memory transport (rounded to 64 B)."},
-      {"MATEX_SHM_DISABLE", ConfigType::kBool, "0", "",
+      {"MATEX_TIMEOUT_SECONDS", ConfigType::kSeconds, "600", "", 0.001, 1e6, kPerRank,
+       "Longest wait for a peer on the same node before the call fails with MATEX_ERR_TIMEOUT naming "
+       "it (a peer inside an MPI call across nodes is not missing). With several nodes a timeout ends "
+       "the job (MPI_Abort), since other nodes would wait forever."},
+      {"MATEX_STALL_WARNING_SECONDS", ConfigType::kSeconds, "60", "", 0.001, 1e6, kPerRank,
+       "After this long waiting for a peer on the same node, warn once on stderr, naming it."},
+      {"MATEX_ALLREDUCE_ALGO", ConfigType::kChoice, "auto", "auto|flat|rs_ar_ag|rab", kUnbounded, kUnbounded,
+       kSameOnAllRanks, "Allreduce algorithm: auto selects by message size."},
+      {"MATEX_RAB_MAX_BYTES", ConfigType::kBytes, "64K", "", 0, kGiB, kSameOnAllRanks,
+       "auto uses the reduce-allreduce-broadcast algorithm up to this message size and rs_ar_ag above it."},
+      {"MATEX_SHM_CHUNK_BYTES", ConfigType::kBytes, "256K", "", 64, kGiB / 4, kSameOnAllRanks,
+       "Bytes per rank per pipeline step of the shared-memory transport (rounded up to 64 B)."},
+      {"MATEX_SHM_DISABLE", ConfigType::kBool, "0", "", kUnbounded, kUnbounded, kSameOnAllRanks,
        "1: never use shared memory; every algorithm falls back to flat MPI."},
-      {"MATEX_LOG_LEVEL", ConfigType::kChoice, "warn", "error|warn|info|debug",
+      {"MATEX_LOG_LEVEL", ConfigType::kChoice, "warn", "error|warn|info|debug", kUnbounded, kUnbounded, kPerRank,
        "Verbosity of messages on stderr; debug adds file:line breadcrumbs to errors."},
   };
   return kConfigTable;

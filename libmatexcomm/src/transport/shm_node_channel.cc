@@ -1,5 +1,6 @@
 #include "transport/shm_node_channel.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -7,6 +8,7 @@
 #include "core/backoff.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/logging.h"
 #include "core/mpi_handles.h"
 
 namespace matexcomm {
@@ -18,9 +20,9 @@ constexpr size_t kNameBytes = 128;
 size_t round_up(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 std::string describe(const CallDescriptor& d) {
-  return "count=" + std::to_string(d.count) + " dtype=" + dtype_name(static_cast<matex_dtype_t>(d.dtype)) +
-         " op=" + op_name(static_cast<matex_op_t>(d.op)) + " algorithm#" + std::to_string(d.algorithm) +
-         " collective#" + std::to_string(d.collective);
+  return "call #" + std::to_string(d.sequence) + " collective#" + std::to_string(d.collective) +
+         " count=" + std::to_string(d.count) + " dtype=" + dtype_name(static_cast<matex_dtype_t>(d.dtype)) +
+         " op=" + op_name(static_cast<matex_op_t>(d.op)) + " algorithm#" + std::to_string(d.algorithm);
 }
 
 // Local rank 0 creates the segment; the others map it; then it is unlinked.
@@ -29,22 +31,23 @@ ShmSegment attach_segment(MPI_Comm node_comm, int local_rank, size_t bytes) {
   ShmSegment segment;
   char name[kNameBytes] = {0};
   std::string failure;
-  if (local_rank == 0) {
+  auto attempt = [&](auto&& step) {
     try {
+      step();
+    } catch (const Error& error) {
+      failure = error.message();
+    } catch (const std::exception& error) {
+      failure = std::string("setting up shared memory failed: ") + error.what();
+    }
+  };
+  if (local_rank == 0) {
+    attempt([&] {
       segment = ShmSegment::create(bytes);
       std::strncpy(name, segment.name().c_str(), kNameBytes - 1);
-    } catch (const Error& error) {
-      failure = error.message();
-    }
+    });
   }
   check_mpi(MPI_Bcast(name, kNameBytes, MPI_CHAR, 0, node_comm), "MPI_Bcast of the shm segment name");
-  if (local_rank != 0 && name[0] != '\0') {
-    try {
-      segment = ShmSegment::open(name, bytes);
-    } catch (const Error& error) {
-      failure = error.message();
-    }
-  }
+  if (local_rank != 0 && name[0] != '\0') attempt([&] { segment = ShmSegment::open(name, bytes); });
   int ok = failure.empty() && name[0] != '\0' ? 1 : 0;
   int all_ok = 0;
   check_mpi(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm), "MPI_Allreduce of shm attach status");
@@ -59,14 +62,13 @@ ShmSegment attach_segment(MPI_Comm node_comm, int local_rank, size_t bytes) {
 }  // namespace
 
 ShmNodeChannel::ShmNodeChannel(MPI_Comm node_comm, std::vector<int> world_ranks, size_t chunk_bytes,
-                               double timeout_seconds)
-    : world_ranks_(std::move(world_ranks)),
-      chunk_bytes_(round_up(chunk_bytes < 64 ? 64 : chunk_bytes, 64)),
-      timeout_seconds_(timeout_seconds) {
+                               ShmWaitPolicy policy)
+    : world_ranks_(std::move(world_ranks)), chunk_bytes_(round_up(chunk_bytes < 64 ? 64 : chunk_bytes, 64)),
+      policy_(policy) {
   check_mpi(MPI_Comm_rank(node_comm, &local_rank_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(node_comm, &local_size_), "MPI_Comm_size");
   data_offset_ = round_up(sizeof(Control) * local_size_, 4096);
-  size_t bytes = data_offset_ + 2 * (local_size_ + 1) * chunk_bytes_;
+  size_t bytes = data_offset_ + 2 * (local_size_ + 1) * chunk_bytes_;  // chunk_bytes is bounded by the config
   segment_ = attach_segment(node_comm, local_rank_, bytes);
 }
 
@@ -81,61 +83,79 @@ char* ShmNodeChannel::slot(uint64_t round, int local_rank) const {
 
 char* ShmNodeChannel::result(uint64_t round) const { return slot(round, local_size_); }
 
-template <class Ready>
-void ShmNodeChannel::wait_rank(int peer, const char* stage, uint64_t round, Ready&& ready) const {
-  if (wait_for(ready, timeout_seconds_)) return;
-  MATEX_RAISE(MATEX_ERR_TIMEOUT, "timed out after " + std::to_string(timeout_seconds_) + " s waiting for local rank " +
-                                     std::to_string(peer) + " (world rank " + std::to_string(world_ranks_[peer]) +
-                                     ") to " + stage + " round " + std::to_string(round) +
-                                     "; is it alive and calling the same collective? (MATEX_TIMEOUT_SECONDS)");
+std::string ShmNodeChannel::peer_name(int peer) const {
+  return "local rank " + std::to_string(peer) + " (world rank " + std::to_string(world_ranks_[peer]) + ")";
+}
+
+template <class Reached>
+void ShmNodeChannel::wait_peers(const char* stage, uint64_t round, int first, int count, Reached&& reached) {
+  Backoff backoff(policy_.timeout_seconds);  // one deadline for the whole stage
+  bool warned = false;
+  for (int peer = first; peer < first + count; ++peer) {
+    if (peer == local_rank_) continue;
+    Control& c = control(peer);
+    while (!reached(c)) {
+      if (c.failed.load(std::memory_order_acquire)) {
+        abandon();
+        MATEX_RAISE(MATEX_ERR_COMM_FAILED, peer_name(peer) + " failed during a collective, so this one cannot "
+                                                             "complete; finalize the communicator");
+      }
+      if (c.in_mpi.load(std::memory_order_relaxed)) backoff.extend();
+      if (!warned && backoff.elapsed_seconds() > policy_.stall_warning_seconds) {
+        warned = true;
+        MATEX_LOG(LogLevel::kWarn, "still waiting after " + std::to_string(backoff.elapsed_seconds()) +
+                                       " s for " + peer_name(peer) + " to " + stage + " round " +
+                                       std::to_string(round) + "; is it calling the same collective?");
+      }
+      if (!backoff.pause() && !reached(c)) {
+        abandon();
+        MATEX_RAISE(MATEX_ERR_TIMEOUT, "timed out after " + std::to_string(policy_.timeout_seconds) +
+                                           " s waiting for " + peer_name(peer) + " to " + stage + " round " +
+                                           std::to_string(round) +
+                                           "; is it alive and calling the same collective? (MATEX_TIMEOUT_SECONDS)");
+      }
+    }
+  }
 }
 
 uint64_t ShmNodeChannel::stage_input(const void* input, size_t bytes, const CallDescriptor& descriptor) {
-  const uint64_t round = next_round();
-  wait_set_free(round);
-  std::memcpy(slot(round, local_rank_), input, bytes);
-  post(round, descriptor);
-  wait_posted(round, descriptor);
-  return round;
-}
-
-void ShmNodeChannel::drain_result(uint64_t round, void* output, size_t bytes) {
-  std::memcpy(output, result(round), bytes);
-  mark_consumed(round);
-}
-
-void ShmNodeChannel::wait_set_free(uint64_t round) {
-  if (round <= 2) return;
-  for (int peer = 0; peer < local_size_; ++peer) {
-    if (peer == local_rank_) continue;
-    Control& c = control(peer);
-    wait_rank(peer, "finish", round - 2, [&] { return c.consumed.load(std::memory_order_acquire) >= round - 2; });
+  const uint64_t round = ++round_;
+  if (round > 2) {
+    wait_peers("finish", round - 2, 0, local_size_, [&](const Control& c) {
+      return c.consumed.load(std::memory_order_acquire) >= round - 2;
+    });
   }
-}
-
-void ShmNodeChannel::post(uint64_t round, const CallDescriptor& descriptor) {
+  if (bytes > 0) std::memcpy(slot(round, local_rank_), input, bytes);
   Control& mine = control(local_rank_);
   mine.descriptor[round & 1] = descriptor;
   mine.posted[round & 1].store(round, std::memory_order_release);
+  wait_peers("post its data for", round, 0, local_size_, [&](const Control& c) {
+    return c.posted[round & 1].load(std::memory_order_acquire) >= round;
+  });
+  for (int peer = 0; peer < local_size_; ++peer) {
+    const CallDescriptor& theirs = control(peer).descriptor[round & 1];
+    if (!(theirs == descriptor)) fail_mismatch(round, peer, descriptor, theirs);
+  }
+  return round;
 }
 
-void ShmNodeChannel::wait_posted(uint64_t round, const CallDescriptor& descriptor) {
-  for (int peer = 0; peer < local_size_; ++peer) {
-    if (peer == local_rank_) continue;
-    Control& c = control(peer);
-    wait_rank(peer, "post its data for", round,
-              [&] { return c.posted[round & 1].load(std::memory_order_acquire) >= round; });
-    if (!(c.descriptor[round & 1] == descriptor)) fail_mismatch(round, peer, descriptor, c.descriptor[round & 1]);
-  }
+void ShmNodeChannel::exchange_descriptor(const CallDescriptor& descriptor) {
+  const uint64_t round = stage_input(nullptr, 0, descriptor);
+  mark_ready(round);
+  control(local_rank_).consumed.store(round, std::memory_order_release);
 }
 
 void ShmNodeChannel::fail_mismatch(uint64_t round, int peer, const CallDescriptor& mine,
                                    const CallDescriptor& theirs) {
+  // Every local rank sees the same descriptors and stops here, so closing the
+  // round keeps the counters in step for the next call.
   mark_ready(round);
-  mark_consumed(round);
+  control(local_rank_).consumed.store(round, std::memory_order_release);
+  for (int l = 0; l < local_size_; ++l) {
+    highest_sequence_seen_ = std::max(highest_sequence_seen_, control(l).descriptor[round & 1].sequence);
+  }
   MATEX_RAISE(MATEX_ERR_MISMATCH, "collective arguments differ between ranks: this rank has " + describe(mine) +
-                                      " but local rank " + std::to_string(peer) + " (world rank " +
-                                      std::to_string(world_ranks_[peer]) + ") has " + describe(theirs));
+                                      " but " + peer_name(peer) + " has " + describe(theirs));
 }
 
 void ShmNodeChannel::mark_ready(uint64_t round) {
@@ -143,15 +163,26 @@ void ShmNodeChannel::mark_ready(uint64_t round) {
 }
 
 void ShmNodeChannel::wait_ready(uint64_t round, int first, int count) {
-  for (int peer = first; peer < first + count; ++peer) {
-    if (peer == local_rank_) continue;
-    Control& c = control(peer);
-    wait_rank(peer, "reduce", round, [&] { return c.ready.load(std::memory_order_acquire) >= round; });
-  }
+  wait_peers("reduce", round, first, count,
+             [&](const Control& c) { return c.ready.load(std::memory_order_acquire) >= round; });
 }
 
-void ShmNodeChannel::mark_consumed(uint64_t round) {
+void ShmNodeChannel::drain_result(uint64_t round, void* output, size_t bytes) {
+  std::memcpy(output, result(round), bytes);
   control(local_rank_).consumed.store(round, std::memory_order_release);
+}
+
+void ShmNodeChannel::abandon() noexcept {
+  abandoned_ = true;
+  if (segment_.data() != nullptr) control(local_rank_).failed.store(1, std::memory_order_release);
+}
+
+ShmNodeChannel::MpiSection::MpiSection(ShmNodeChannel& channel) : channel_(channel) {
+  channel_.control(channel_.local_rank_).in_mpi.store(1, std::memory_order_relaxed);
+}
+
+ShmNodeChannel::MpiSection::~MpiSection() {
+  channel_.control(channel_.local_rank_).in_mpi.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace matexcomm

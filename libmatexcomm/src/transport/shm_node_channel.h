@@ -8,15 +8,22 @@
 // A collective is cut into rounds; round t uses buffer set t % 2. A rank may
 // refill set b for round t only when every local rank has consumed round t-2,
 // so copy-in of round t overlaps copy-out of round t-1 (a two-stage pipeline).
-// Every wait backs off (core/backoff.h) and times out with an error naming the
-// missing rank. Each post carries a CallDescriptor; a peer whose descriptor
-// differs (count, dtype, op, algorithm) is reported as MATEX_ERR_MISMATCH.
+//
+// Waiting: every wait backs off (core/backoff.h), warns once after
+// MATEX_STALL_WARNING_SECONDS and fails after MATEX_TIMEOUT_SECONDS naming
+// the missing rank; a peer that is inside an MPI call across nodes (see
+// MpiSection) is alive and restarts the clock. Each post carries a
+// CallDescriptor; a peer whose descriptor differs is reported as
+// MATEX_ERR_MISMATCH and the channel stays usable. Any other failure abandons
+// the channel: the failing rank raises a flag that makes every peer's wait
+// fail at once (MATEX_ERR_COMM_FAILED) instead of timing out.
 #pragma once
 
 #include <mpi.h>
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "transport/shm_segment.h"
@@ -24,49 +31,69 @@
 namespace matexcomm {
 
 struct CallDescriptor {
+  uint64_t sequence = 0;  // collective calls made on the communicator so far
   uint64_t count = 0;
   int32_t dtype = 0;
   int32_t op = 0;
   int32_t algorithm = 0;
   int32_t collective = 0;
   bool operator==(const CallDescriptor& o) const {
-    return count == o.count && dtype == o.dtype && op == o.op && algorithm == o.algorithm &&
-           collective == o.collective;
+    return sequence == o.sequence && count == o.count && dtype == o.dtype && op == o.op &&
+           algorithm == o.algorithm && collective == o.collective;
   }
+};
+
+struct ShmWaitPolicy {
+  double timeout_seconds = 300;
+  double stall_warning_seconds = 60;
 };
 
 class ShmNodeChannel {
  public:
   // Collective over node_comm. world_ranks[l] is the world rank of local rank l (for messages).
-  ShmNodeChannel(MPI_Comm node_comm, std::vector<int> world_ranks, size_t chunk_bytes, double timeout_seconds);
+  ShmNodeChannel(MPI_Comm node_comm, std::vector<int> world_ranks, size_t chunk_bytes, ShmWaitPolicy policy);
 
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
   size_t chunk_bytes() const { return chunk_bytes_; }
 
-  // Round numbers start at 1 and are drawn in the same order on every local rank.
-  uint64_t next_round() { return ++round_; }
-
   char* slot(uint64_t round, int local_rank) const;
   char* result(uint64_t round) const;
 
-  // The common opening of a round: draw the next round, wait until its buffer
-  // set is free, copy `bytes` from `input` into my slot, post, and wait until
-  // every local rank has posted (checking descriptors). Returns the round.
+  // The opening of a round: draw the next round number, wait until its buffer
+  // set is free, copy `bytes` of `input` into my slot, post with the call's
+  // descriptor, and wait until every local rank has posted (checking their
+  // descriptors). Returns the round.
   uint64_t stage_input(const void* input, size_t bytes, const CallDescriptor& descriptor);
-  // The common close: copy `bytes` of the round's result to `output`, mark consumed.
-  void drain_result(uint64_t round, void* output, size_t bytes);
-
-  // Blocks until every local rank has consumed round - 2 (set reuse is safe).
-  void wait_set_free(uint64_t round);
-  // Publishes that my slot of `round` is filled, with the call's descriptor.
-  void post(uint64_t round, const CallDescriptor& descriptor);
-  // Blocks until every local rank has posted `round`; checks their descriptors.
-  void wait_posted(uint64_t round, const CallDescriptor& descriptor);
   void mark_ready(uint64_t round);
   // Blocks until local ranks [first, first + count) have marked `round` ready.
   void wait_ready(uint64_t round, int first, int count);
-  void mark_consumed(uint64_t round);
+  // The close of a round: copy `bytes` of the result to `output`, mark consumed.
+  void drain_result(uint64_t round, void* output, size_t bytes);
+
+  // A round without data, so that a call with count 0 still meets its peers'
+  // descriptors (a peer with a different count gets MATEX_ERR_MISMATCH).
+  void exchange_descriptor(const CallDescriptor& descriptor);
+
+  // After MATEX_ERR_MISMATCH: the highest call sequence any local rank posted,
+  // so the communicator can resume in step with its peers.
+  uint64_t highest_sequence_seen() const { return highest_sequence_seen_; }
+
+  // Tells waiting peers that this rank is inside an MPI call across nodes.
+  class MpiSection {
+   public:
+    explicit MpiSection(ShmNodeChannel& channel);
+    ~MpiSection();
+    MpiSection(const MpiSection&) = delete;
+    MpiSection& operator=(const MpiSection&) = delete;
+
+   private:
+    ShmNodeChannel& channel_;
+  };
+
+  // Marks the channel unusable and tells every peer (idempotent, never throws).
+  void abandon() noexcept;
+  bool abandoned() const { return abandoned_; }
 
  private:
   struct alignas(128) Control {
@@ -74,13 +101,17 @@ class ShmNodeChannel {
     CallDescriptor descriptor[2];
     std::atomic<uint64_t> ready;
     std::atomic<uint64_t> consumed;
+    std::atomic<uint32_t> failed;  // this rank abandoned the channel
+    std::atomic<uint32_t> in_mpi;  // this rank is inside an MPI call across nodes
   };
   static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory flags need lock-free atomics");
+  static_assert(std::atomic<uint32_t>::is_always_lock_free, "shared-memory flags need lock-free atomics");
 
   Control& control(int local_rank) const;
-  template <class Ready>
-  void wait_rank(int local_rank, const char* stage, uint64_t round, Ready&& ready) const;
-  // Marks this round done so peers are not left waiting, then throws MATEX_ERR_MISMATCH.
+  // Waits until reached(peer) holds for every peer in [first, first + count) but me.
+  template <class Reached>
+  void wait_peers(const char* stage, uint64_t round, int first, int count, Reached&& reached);
+  std::string peer_name(int peer) const;
   [[noreturn]] void fail_mismatch(uint64_t round, int peer, const CallDescriptor& mine,
                                   const CallDescriptor& theirs);
 
@@ -88,9 +119,11 @@ class ShmNodeChannel {
   int local_rank_ = 0;
   int local_size_ = 1;
   size_t chunk_bytes_ = 0;
-  double timeout_seconds_ = 0;
+  ShmWaitPolicy policy_;
   uint64_t round_ = 0;
   size_t data_offset_ = 0;
+  bool abandoned_ = false;
+  uint64_t highest_sequence_seen_ = 0;
   ShmSegment segment_;
 };
 

@@ -1,11 +1,15 @@
 #include "transport/shm_segment.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <utility>
@@ -65,7 +69,24 @@ std::string ShmSegment::unique_name() {
   return buffer;
 }
 
+void ShmSegment::remove_stale_segments() noexcept {
+  // Names are matex-<uid>-<pid>-...: a segment of ours whose creator no longer
+  // exists was left by a job killed during set-up (the only window in which a
+  // name exists). A live or unknown pid is left alone.
+  const std::string mine = std::string(kShmNamePrefix) + std::to_string(::getuid()) + "-";
+  DIR* dir = ::opendir("/dev/shm");
+  if (dir == nullptr) return;
+  while (const struct dirent* entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name.compare(0, mine.size(), mine) != 0) continue;
+    long pid = std::strtol(name.c_str() + mine.size(), nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) ::shm_unlink(("/" + name).c_str());
+  }
+  ::closedir(dir);
+}
+
 ShmSegment ShmSegment::create(size_t bytes) {
+  remove_stale_segments();
   ShmSegment segment;
   segment.name_ = unique_name();
   int fd = ::shm_open(segment.name_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
@@ -89,6 +110,13 @@ ShmSegment ShmSegment::open(const std::string& name, size_t bytes) {
   int fd = ::shm_open(name.c_str(), O_RDWR, 0600);
   if (fd < 0) MATEX_RAISE(MATEX_ERR_SYSTEM, "shm_open(" + name + ") failed: " + errno_text(errno));
   FdCloser closer{fd};
+  struct stat info;
+  if (::fstat(fd, &info) != 0 || static_cast<size_t>(info.st_size) < bytes) {
+    // Mapping past the end would turn the first access into SIGBUS.
+    MATEX_RAISE(MATEX_ERR_SYSTEM, "shared-memory segment " + name + " holds " + std::to_string(info.st_size) +
+                                      " bytes but " + std::to_string(bytes) +
+                                      " are needed: do the ranks of this node agree on MATEX_SHM_CHUNK_BYTES?");
+  }
   ShmSegment segment;
   segment.name_ = name;
   segment.data_ = map_fd(fd, bytes, name);

@@ -29,6 +29,9 @@ class ShmSegment {
   // Maps an existing segment created by another process.
   static ShmSegment open(const std::string& name, size_t bytes);
   static std::string unique_name();
+  // Unlinks segments of this user whose creating process is gone (left by a
+  // job killed between creation and unlink). Called by create().
+  static void remove_stale_segments() noexcept;
 
   // Removes the name; the mapping stays valid. Safe to call twice.
   void unlink_name() noexcept;

@@ -1,0 +1,141 @@
+// test_failure_handling.cc - ranks that disagree, and peers that do not show
+// up, must produce errors on every rank: never a hang, never a silently wrong
+// result.
+//   - one rank passes count 0 while its node neighbours pass 10;
+//   - one rank's MATEX_* environment differs from, or is invalid unlike, the others';
+//   - ranks choose different algorithms with matex_set_algorithm;
+//   - a peer on the same node arrives after MATEX_TIMEOUT_SECONDS: the waiting
+//     rank gets MATEX_ERR_TIMEOUT, the late one MATEX_ERR_COMM_FAILED, and the
+//     communicator refuses further calls until it is finalized.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "error_checks.h"
+#include "matexcomm/matexcomm_mpi.h"
+#include "mpi_test_util.h"
+
+namespace matex_test {
+namespace {
+
+// Sets (or, with nullptr, unsets) one environment variable for its lifetime.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value != nullptr) setenv(name, value, 1);
+    else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, old_.c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+int smallest_node_size(matex_comm_t comm) {
+  int local_size = 1, smallest = 0;
+  matex_comm_local_size(comm, &local_size);
+  MPI_Allreduce(&local_size, &smallest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return smallest;
+}
+
+TEST(FailureHandling, ZeroCountOnOneRankIsAMismatch) {
+  matex_comm_t comm = test_comm();
+  if (smallest_node_size(comm) < 2) GTEST_SKIP() << "needs at least two ranks on every node";
+  int local_rank = 0;
+  matex_comm_local_rank(comm, &local_rank);
+  long long errors = 0;
+  for (const char* algorithm : {"rs_ar_ag", "rab"}) {
+    EXPECT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, algorithm), MATEX_SUCCESS) << matex_last_error();
+    std::vector<int32_t> buf(10, 1);
+    const size_t count = local_rank == 0 ? 0 : buf.size();
+    errors += expect_error(matex_allreduce(comm, buf.data(), buf.data(), count, MATEX_INT32, MATEX_SUM),
+                           MATEX_ERR_MISMATCH, "count=", "allreduce with count 0 on local rank 0 only");
+    errors += check_comm_still_works(comm);
+  }
+  EXPECT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "auto"), MATEX_SUCCESS);
+  agree_no_errors(errors, "count 0 on one rank");
+}
+
+TEST(FailureHandling, ConfigurationMustAgreeAcrossRanks) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  long long errors = 0;
+  {
+    ScopedEnv differing("MATEX_SHM_CHUNK_BYTES", world_rank() == 1 ? "1M" : "256K");
+    matex_comm_t comm = nullptr;
+    errors += expect_error(matex_init_mpi(MPI_COMM_WORLD, &comm), MATEX_ERR_CONFIG, "MATEX_SHM_CHUNK_BYTES",
+                           "init with MATEX_SHM_CHUNK_BYTES differing on rank 1");
+    EXPECT_EQ(comm, nullptr);
+  }
+  {
+    ScopedEnv invalid("MATEX_SHM_CHUNK_BYTES", world_rank() == 1 ? "lots" : nullptr);
+    matex_comm_t comm = nullptr;
+    const char* needle = world_rank() == 1 ? "MATEX_SHM_CHUNK_BYTES" : "rank 1";
+    errors += expect_error(matex_init_mpi(MPI_COMM_WORLD, &comm), MATEX_ERR_CONFIG, needle,
+                           "init with an invalid MATEX_SHM_CHUNK_BYTES on rank 1");
+    EXPECT_EQ(comm, nullptr);
+  }
+  {
+    ScopedEnv out_of_range("MATEX_SHM_CHUNK_BYTES", "18446744073709551615");
+    matex_comm_t comm = nullptr;
+    errors += expect_error(matex_init_mpi(MPI_COMM_WORLD, &comm), MATEX_ERR_CONFIG, "MATEX_SHM_CHUNK_BYTES",
+                           "init with a huge MATEX_SHM_CHUNK_BYTES");
+  }
+  agree_no_errors(errors, "configuration agreement");
+}
+
+TEST(FailureHandling, AlgorithmChoiceMustAgree) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  matex_comm_t comm = test_comm();
+  long long errors = 0;
+  const char* mine = world_rank() == 0 ? "flat" : "rs_ar_ag";
+  errors += expect_error(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, mine), MATEX_ERR_MISMATCH, "rank",
+                         "set_algorithm with different names");
+  const char* typo = world_rank() == 0 ? "rs_ar_agg" : "rs_ar_ag";
+  errors += expect_error(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, typo), MATEX_ERR_INVALID_ARG,
+                         world_rank() == 0 ? "rs_ar_agg" : "rank 0", "set_algorithm with a typo on rank 0");
+  errors += check_comm_still_works(comm);
+  agree_no_errors(errors, "algorithm agreement");
+}
+
+TEST(FailureHandling, LatePeerTimesOutWithoutHanging) {
+  if (world_size() % 2 != 0) GTEST_SKIP() << "pairs ranks up";
+  // Pairs of neighbouring ranks, each pair one node, 1 s timeout.
+  MPI_Comm pair_mpi = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank() / 2, world_rank(), &pair_mpi);
+  matex_comm_t pair = nullptr;
+  {
+    ScopedEnv one_node("MATEX_VIRTUAL_NODES", nullptr);
+    ScopedEnv short_timeout("MATEX_TIMEOUT_SECONDS", "1");
+    ASSERT_EQ(matex_init_mpi(pair_mpi, &pair), MATEX_SUCCESS) << matex_last_error();
+  }
+  long long errors = 0;
+  EXPECT_EQ(matex_set_algorithm(pair, MATEX_COLL_ALLREDUCE, "rs_ar_ag"), MATEX_SUCCESS) << matex_last_error();
+  const bool late = world_rank() % 2 == 0;
+  std::vector<float> buf(1000, 1.0f);
+  if (late) usleep(2500 * 1000);
+  const matex_status_t status = matex_allreduce(pair, buf.data(), buf.data(), buf.size(), MATEX_FLOAT32, MATEX_SUM);
+  if (late) {
+    errors += expect_error(status, MATEX_ERR_COMM_FAILED, "failed", "allreduce of the late rank");
+  } else {
+    errors += expect_error(status, MATEX_ERR_TIMEOUT, "world rank", "allreduce of the waiting rank");
+  }
+  errors += expect_error(matex_allreduce(pair, buf.data(), buf.data(), buf.size(), MATEX_FLOAT32, MATEX_SUM),
+                         MATEX_ERR_COMM_FAILED, "finalize", "allreduce on a failed communicator");
+  EXPECT_EQ(matex_finalize(&pair), MATEX_SUCCESS) << matex_last_error();
+  MPI_Comm_free(&pair_mpi);
+  agree_no_errors(errors, "late peer");
+}
+
+}  // namespace
+}  // namespace matex_test
