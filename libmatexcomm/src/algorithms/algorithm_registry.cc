@@ -5,9 +5,10 @@ namespace matexcomm {
 
 const std::vector<AllreduceAlgorithm>& allreduce_registry() {
   static const std::vector<AllreduceAlgorithm> kRegistry = {
-      {"flat", allreduce_flat, false},
-      {"rs_ar_ag", allreduce_rs_ar_ag, true},
-      {"rab", allreduce_rab, true},
+      {"flat", allreduce_flat, false, false},
+      {"rs_ar_ag", allreduce_rs_ar_ag, true, false},
+      {"rab", allreduce_rab, true, false},
+      {"rs_ar_ag_cma", allreduce_rs_ar_ag_cma, true, true},
   };
   return kRegistry;
 }
@@ -39,11 +40,14 @@ int select_allreduce(const CollectiveContext& ctx, const std::string& choice, si
   if (!ctx.hierarchical_ok || ctx.layout->world_size == 1) return flat;
   if (choice != "auto") {
     int chosen = find_allreduce(choice);
-    return chosen >= 0 ? chosen : flat;
+    if (chosen < 0) return flat;
+    if (allreduce_registry()[chosen].single_copy && !ctx.single_copy_ok) return find_allreduce("rs_ar_ag");
+    return chosen;
   }
   // Every node has one rank: the hierarchy is the flat algorithm with extra steps.
   if (ctx.layout->node_count == ctx.layout->world_size) return flat;
-  return find_allreduce(bytes <= rab_max_bytes ? "rab" : "rs_ar_ag");
+  if (bytes <= rab_max_bytes) return find_allreduce("rab");
+  return find_allreduce(ctx.single_copy_ok ? "rs_ar_ag_cma" : "rs_ar_ag");
 }
 
 std::string select_broadcast(const CollectiveContext& ctx, const std::string& choice) {

@@ -17,6 +17,7 @@ namespace matexcomm {
 void allreduce_flat(const CollectiveContext& ctx, const AllreduceArgs& args);
 void allreduce_rs_ar_ag(const CollectiveContext& ctx, const AllreduceArgs& args);
 void allreduce_rab(const CollectiveContext& ctx, const AllreduceArgs& args);
+void allreduce_rs_ar_ag_cma(const CollectiveContext& ctx, const AllreduceArgs& args);
 
 // ---- broadcast ----
 void broadcast_flat(const CollectiveContext& ctx, void* buffer, size_t count, matex_dtype_t dtype, int root);
@@ -40,6 +41,7 @@ struct AllreduceAlgorithm {
   const char* name;
   AllreduceFunction run;
   bool hierarchical;  // needs the shared-memory transport
+  bool single_copy;   // needs cross-memory attach on every node
 };
 
 const std::vector<AllreduceAlgorithm>& allreduce_registry();

@@ -3,22 +3,29 @@
 // once), shared-memory allgather.
 //
 // Steps, per pipeline round of c = chunk_bytes/size elements (q = my node's
-//        size, m = the smallest node's size, N = node count, p = world size):
-//   1. every local rank copies its c elements into its shm slot;
-//   2. local ranks 0..m-1 each reduce shard l (c/m elements) over the q slots
-//      into the shared result, then MPI_Allreduce that shard across rail l
-//      (the N ranks with local rank l), then divide by p for avg;
-//   3. every local rank copies the whole result chunk out.
+//        size, m = the smallest node's size, so local ranks 0..m-1 each own
+//        one shard of c/m elements; N = node count, p = world size):
+//   1. every local rank copies into its shm slot the shards that OTHER ranks
+//      own (all of them on a non-owner); its own shard stays in its buffer;
+//   2. owner l reduces shard l from its own send buffer and the q-1 slots
+//      straight into its recv buffer, MPI_Allreduces it across rail l (the N
+//      ranks with local rank l), divides by p for avg, and copies it into the
+//      shared result;
+//   3. every local rank copies the shards it does not own out of the result.
 //   Rounds alternate between two buffer sets, so round t+1's copy-in overlaps
-//   round t's copy-out.
-// Bytes per rank: n copied in, n (q/m shards read) reduced, 2(N-1)/N n/m on
-//   the wire, n copied out.
-// Cost: ~3 n/B_mem + [2(N-1) alpha + 2(N-1)/N (n/m) beta] for the rails in
-//   parallel; intra-node sync: 3 flag waits per round.
-// Preconditions: none. Uneven layouts (3,1) use m = min node size rails, so a
-//   node with more ranks leaves its extra ranks out of the rail step. A node of
-//   one rank skips shared memory and calls MPI on its buffer directly.
+//   round t's copy-out, and c is small enough for a round to live in L2.
+// Bytes per rank: the user's n bytes are read once and written once (like a
+//   memcpy); the slots and the result add ((q-1)/q + 1) n of cache-resident
+//   traffic, half of it between cores.
+// Cost: ~ n/B_copy + 2(N-1) alpha + 2(N-1)/N (n/m) beta for the rails in
+//   parallel + 3 flag waits per round.
+// Preconditions: none. Uneven layouts (3,1) use m = min node size rails, so the
+//   rails line up on every node and a bigger node's extra ranks only stage and
+//   copy out. A node of one rank skips shared memory and reduces in place.
+//   In place is safe: a rank stages every foreign shard before posting, and
+//   the only part of its buffer written before copy-out is its own shard.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "algorithms/algorithms.h"
@@ -27,43 +34,86 @@
 
 namespace matexcomm {
 
+namespace {
+
+struct Round {
+  const CollectiveContext& ctx;
+  const AllreduceArgs& args;
+  ShmNodeChannel& shm;
+  size_t element;
+  size_t first;  // first element of the round in the user's buffers
+  size_t count;  // elements in the round
+  int owners;
+
+  ElementRange shard(int owner) const { return split_range(count, owners, owner); }
+  const char* send_at(size_t i) const { return static_cast<const char*>(args.send) + (first + i) * element; }
+  char* recv_at(size_t i) const { return static_cast<char*>(args.recv) + (first + i) * element; }
+
+  // Step 1: the shards other ranks own, into my slot (offsets as in the buffer).
+  void stage_foreign_shards(char* slot, int me) const {
+    for (int owner = 0; owner < owners; ++owner) {
+      if (owner == me) continue;
+      ElementRange range = shard(owner);
+      std::memcpy(slot + range.begin * element, send_at(range.begin), range.size() * element);
+    }
+  }
+
+  // Step 2, on owner `me`.
+  void reduce_own_shard(uint64_t round, int me, std::vector<const void*>& sources) const {
+    ElementRange range = shard(me);
+    if (range.size() == 0) return;
+    sources.assign(1, send_at(range.begin));
+    for (int l = 0; l < shm.local_size(); ++l) {
+      if (l != me) sources.push_back(shm.slot(round, l) + range.begin * element);
+    }
+    char* target = recv_at(range.begin);
+    reduce_sources(args.dtype, args.op, target, sources.data(), static_cast<int>(sources.size()), range.size());
+    if (ctx.layout->node_count > 1) {
+      ShmNodeChannel::MpiSection in_mpi(shm);
+      ctx.reductions->allreduce_in_place(ctx.rail, target, range.size(), args.dtype, args.op);
+    }
+    if (args.op == MATEX_AVG) divide_elements(args.dtype, target, range.size(), ctx.layout->world_size);
+    std::memcpy(shm.result(round) + range.begin * element, target, range.size() * element);
+  }
+
+  // Step 3: the shards I do not own, out of the shared result.
+  void copy_out_foreign_shards(uint64_t round, int me) const {
+    for (int owner = 0; owner < owners; ++owner) {
+      if (owner == me) continue;
+      ElementRange range = shard(owner);
+      std::memcpy(recv_at(range.begin), shm.result(round) + range.begin * element, range.size() * element);
+    }
+  }
+};
+
+}  // namespace
+
 void allreduce_rs_ar_ag(const CollectiveContext& ctx, const AllreduceArgs& args) {
   const topo::Layout& layout = *ctx.layout;
   const size_t element = dtype_size(args.dtype);
   const size_t chunk = ctx.chunk_bytes / element;
   const int owners = layout.min_local_size();
-  const bool across_nodes = layout.node_count > 1;
   const CallDescriptor descriptor{args.sequence, args.count, args.dtype, args.op, args.algorithm_id,
                                   MATEX_COLL_ALLREDUCE};
-  const char* in = static_cast<const char*>(args.send);
-  char* out = static_cast<char*>(args.recv);
-
   if (args.count == 0 && ctx.shm != nullptr) ctx.shm->exchange_descriptor(descriptor);
+  std::vector<const void*> sources;
   for (size_t done = 0; done < args.count; done += chunk) {
     const size_t n = std::min(chunk, args.count - done);
-    const ElementRange shard = split_range(n, owners, std::min(layout.local_rank, owners - 1));
-    const bool owner = layout.local_rank < owners;
-    if (ctx.shm == nullptr) {
+    if (ctx.shm == nullptr) {  // alone on my node: my buffer is the node's result
       allreduce_round_alone(ctx, ctx.rail, args, done, n);
       continue;
     }
     ShmNodeChannel& shm = *ctx.shm;
-    const int q = shm.local_size();
-    const uint64_t round = shm.stage_input(in + done * element, n * element, descriptor);
-    if (owner) {
-      char* target = shm.result(round) + shard.begin * element;
-      std::vector<const void*> sources(q);
-      for (int l = 0; l < q; ++l) sources[l] = shm.slot(round, l) + shard.begin * element;
-      reduce_sources(args.dtype, args.op, target, sources.data(), q, shard.size());
-      if (across_nodes && shard.size() > 0) {
-        ShmNodeChannel::MpiSection in_mpi(shm);
-        ctx.reductions->allreduce_in_place(ctx.rail, target, shard.size(), args.dtype, args.op);
-      }
-      if (args.op == MATEX_AVG) divide_elements(args.dtype, target, shard.size(), layout.world_size);
+    const int me = shm.local_rank();
+    const Round step{ctx, args, shm, element, done, n, owners};
+    const uint64_t round = shm.begin_round(descriptor, [&](char* slot) { step.stage_foreign_shards(slot, me); });
+    if (me < owners) {
+      step.reduce_own_shard(round, me, sources);
       shm.mark_ready(round);
     }
     shm.wait_ready(round, 0, owners);
-    shm.drain_result(round, out + done * element, n * element);
+    step.copy_out_foreign_shards(round, me);
+    shm.mark_consumed(round);
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "matex/topology/layout.h"
 #include "matexcomm/matexcomm.h"
@@ -25,7 +26,16 @@ struct CollectiveContext {
   const MpiReductions* reductions = nullptr;
   bool hierarchical_ok = false;      // identical on every rank: shm works on every node with >1 rank
   size_t chunk_bytes = 0;            // identical on every rank; the shm pipeline step
+  bool single_copy_ok = false;       // identical on every rank: every node can use cross-memory attach
+  std::vector<char>* scratch = nullptr;  // the communicator's reusable scratch memory
 };
+
+// At least `bytes` of the communicator's scratch memory (kept between calls,
+// so large calls do not pay for fresh pages every time).
+inline char* scratch_memory(const CollectiveContext& ctx, size_t bytes) {
+  if (ctx.scratch->size() < bytes) ctx.scratch->resize(bytes);
+  return ctx.scratch->data();
+}
 
 struct AllreduceArgs {
   const void* send = nullptr;  // == recv when in place

@@ -1,5 +1,7 @@
 #include "api/communicator.h"
 
+#include <unistd.h>
+
 #include <climits>
 #include <vector>
 
@@ -8,6 +10,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/logging.h"
+#include "transport/cma_copy.h"
 
 namespace matexcomm {
 
@@ -80,8 +83,12 @@ void Communicator::setup_shared_memory() {
       for (int r = 0; r < layout_.world_size; ++r) {
         if (layout_.node_of_rank[r] == layout_.node_index) world_ranks.push_back(r);
       }
+      // Ranks that outnumber the cores must hand theirs over quickly when they wait.
+      const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+      const bool dedicated = cores > 0 && layout_.local_size <= cores;
       ShmWaitPolicy policy{config_.get_seconds("MATEX_TIMEOUT_SECONDS"),
-                           config_.get_seconds("MATEX_STALL_WARNING_SECONDS")};
+                           config_.get_seconds("MATEX_STALL_WARNING_SECONDS"),
+                           dedicated ? BackoffPace::for_dedicated_cores() : BackoffPace::for_shared_cores()};
       shm_ = std::make_unique<ShmNodeChannel>(context_.node, world_ranks, context_.chunk_bytes, policy);
     } catch (const Error& error) {
       ok = 0;
@@ -91,13 +98,47 @@ void Communicator::setup_shared_memory() {
       failure = error.what();
     }
   }
-  // Every rank must make the same choice, so agree on it.
-  int all_ok = 0;
-  check_mpi(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, world_.get()), "MPI_Allreduce of shm status");
-  context_.hierarchical_ok = all_ok == 1;
+  int single_copy = ok && !config_.get_bool("MATEX_CMA_DISABLE") && probe_single_copy() ? 1 : 0;
+  // Every rank must make the same choices, so agree on them.
+  int mine[2] = {ok, single_copy};
+  int all[2] = {0, 0};
+  check_mpi(MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, world_.get()), "MPI_Allreduce of shm status");
+  context_.hierarchical_ok = all[0] == 1;
+  context_.single_copy_ok = all[1] == 1;
   if (!failure.empty()) MATEX_LOG(LogLevel::kWarn, "shared memory unavailable, using flat MPI: " + failure);
   if (!context_.hierarchical_ok) shm_.reset();
   context_.shm = shm_.get();
+  context_.scratch = &scratch_;
+}
+
+bool Communicator::probe_single_copy() {
+  if (layout_.local_size == 1) return true;
+  // Each rank shows a buffer holding a pattern only it knows; every rank must
+  // read each neighbour's pattern through process_vm_readv.
+  const uint64_t magic = 0x6d617465782d636dull;
+  uint64_t pattern[2] = {magic, static_cast<uint64_t>(layout_.world_rank)};
+  uint64_t mine[3] = {static_cast<uint64_t>(::getpid()), reinterpret_cast<uint64_t>(pattern),
+                      static_cast<uint64_t>(layout_.world_rank)};
+  std::vector<uint64_t> all(3 * layout_.local_size);
+  check_mpi(MPI_Allgather(mine, 3, MPI_UINT64_T, all.data(), 3, MPI_UINT64_T, context_.node),
+            "MPI_Allgather of cross-memory attach probes");
+  int readable = 1;
+  for (int l = 0; l < layout_.local_size; ++l) {
+    if (l == layout_.local_rank) continue;
+    uint64_t expected[2] = {magic, all[3 * l + 2]};
+    if (!cma_probe(static_cast<pid_t>(all[3 * l]), reinterpret_cast<const void*>(all[3 * l + 1]), expected,
+                   sizeof expected)) {
+      readable = 0;
+    }
+  }
+  // Nobody may leave (and free `pattern`) before every neighbour has probed it.
+  int node_readable = 0;
+  check_mpi(MPI_Allreduce(&readable, &node_readable, 1, MPI_INT, MPI_MIN, context_.node),
+            "MPI_Allreduce of cross-memory attach probes");
+  if (!node_readable) {
+    MATEX_LOG(LogLevel::kInfo, "cross-memory attach is not usable on this node; using two-copy shared memory");
+  }
+  return node_readable == 1;
 }
 
 int Communicator::collective_index(matex_collective_t coll) {

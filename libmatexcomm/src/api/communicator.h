@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "algorithms/collective_context.h"
 #include "core/config.h"
@@ -40,6 +41,8 @@ class Communicator {
 
  private:
   void setup_shared_memory();
+  // True when this rank can read every local neighbour's memory (collective over the node).
+  bool probe_single_copy();
   static int collective_index(matex_collective_t coll);
   // Runs one collective after its arguments were checked: counts the call,
   // refuses to run on a failed communicator, and marks the communicator failed
@@ -54,6 +57,7 @@ class Communicator {
   std::unique_ptr<MpiReductions> reductions_;
   std::unique_ptr<ShmNodeChannel> shm_;
   CollectiveContext context_;
+  std::vector<char> scratch_;
   size_t rab_max_bytes_ = 0;
   std::string choice_[4];
   std::string last_[4];

@@ -8,9 +8,7 @@
 namespace matexcomm {
 
 namespace {
-constexpr unsigned kSpinRounds = 64;
-constexpr unsigned kYieldRounds = 256;
-constexpr long kMaxSleepNanos = 100 * 1000;
+constexpr long kMaxSleepNanos = 50 * 1000;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -21,8 +19,9 @@ inline void cpu_relax() {
 }
 }  // namespace
 
-Backoff::Backoff(double timeout_seconds)
-    : timeout_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds))),
+Backoff::Backoff(double timeout_seconds, BackoffPace pace)
+    : pace_(pace),
+      timeout_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds))),
       start_(Clock::now()),
       deadline_(start_ + timeout_) {}
 
@@ -34,19 +33,17 @@ double Backoff::elapsed_seconds() const {
 
 bool Backoff::pause() {
   ++rounds_;
-  if (rounds_ < kSpinRounds) {
-    for (int i = 0; i < 16; ++i) cpu_relax();
-    return true;
-  }
-  if (rounds_ < kSpinRounds + kYieldRounds) {
+  if (rounds_ < pace_.spin_rounds) {
+    for (int i = 0; i < 8; ++i) cpu_relax();
+    if (rounds_ % 256 != 0) return true;  // read the clock now and then only
+  } else if (!pace_.sleep_after_yields || rounds_ < pace_.spin_rounds + pace_.yield_rounds) {
     sched_yield();
   } else {
-    long exponent = std::min<long>(rounds_ - kSpinRounds - kYieldRounds, 10);
+    long exponent = std::min<long>(rounds_ - pace_.spin_rounds - pace_.yield_rounds, 10);
     long nanos = std::min<long>(1000L << exponent, kMaxSleepNanos);
     struct timespec ts = {0, nanos};
     nanosleep(&ts, nullptr);
   }
-  // The clock is read only once the fast spin is over.
   return Clock::now() < deadline_;
 }
 

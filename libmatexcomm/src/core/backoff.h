@@ -10,9 +10,20 @@
 
 namespace matexcomm {
 
+// How patiently to wait: ranks that each have a core spin longer and never
+// sleep; oversubscribed ranks yield early and then sleep, so the rank they
+// wait for gets the core.
+struct BackoffPace {
+  unsigned spin_rounds = 64;
+  unsigned yield_rounds = 256;
+  bool sleep_after_yields = true;
+  static BackoffPace for_dedicated_cores() { return {256, ~0u, false}; }
+  static BackoffPace for_shared_cores() { return {16, 256, true}; }
+};
+
 class Backoff {
  public:
-  explicit Backoff(double timeout_seconds);
+  explicit Backoff(double timeout_seconds, BackoffPace pace = BackoffPace());
   // Waits a little. Returns false once the deadline has passed.
   bool pause();
   double elapsed_seconds() const;
@@ -21,6 +32,7 @@ class Backoff {
 
  private:
   using Clock = std::chrono::steady_clock;
+  BackoffPace pace_;
   Clock::duration timeout_;
   Clock::time_point start_;
   Clock::time_point deadline_;

@@ -35,6 +35,9 @@ const std::vector<ConfigEntry>& config_table() {
        "Bytes per rank per pipeline step of the shared-memory transport (rounded up to 64 B)."},
       {"MATEX_SHM_DISABLE", ConfigType::kBool, "0", "", kUnbounded, kUnbounded, kSameOnAllRanks,
        "1: never use shared memory; every algorithm falls back to flat MPI."},
+      {"MATEX_CMA_DISABLE", ConfigType::kBool, "0", "", kUnbounded, kUnbounded, kSameOnAllRanks,
+       "1: never move data with cross-memory attach (process_vm_readv/writev); large allreduces then use "
+       "the two-copy shared-memory path (rs_ar_ag)."},
       {"MATEX_LOG_LEVEL", ConfigType::kChoice, "warn", "error|warn|info|debug", kUnbounded, kUnbounded, kPerRank,
        "Verbosity of messages on stderr; debug adds file:line breadcrumbs to errors."},
   };

@@ -21,6 +21,9 @@ void reduce_into(matex_dtype_t dtype, matex_op_t op, void* inout, const void* in
 void reduce_sources(matex_dtype_t dtype, matex_op_t op, void* out, const void* const* srcs, int nsrc,
                     size_t count);
 
+// The instruction set the kernels run with: "avx512", "avx2" or "generic".
+const char* reduce_kernel_isa();
+
 // data[i] /= divisor, computed in float32 for the 16-bit types (floating dtypes only).
 void divide_elements(matex_dtype_t dtype, void* data, size_t count, int divisor);
 

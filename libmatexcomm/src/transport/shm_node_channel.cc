@@ -1,5 +1,7 @@
 #include "transport/shm_node_channel.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -70,6 +72,8 @@ ShmNodeChannel::ShmNodeChannel(MPI_Comm node_comm, std::vector<int> world_ranks,
   data_offset_ = round_up(sizeof(Control) * local_size_, 4096);
   size_t bytes = data_offset_ + 2 * (local_size_ + 1) * chunk_bytes_;  // chunk_bytes is bounded by the config
   segment_ = attach_segment(node_comm, local_rank_, bytes);
+  control(local_rank_).pid = static_cast<int64_t>(::getpid());
+  check_mpi(MPI_Barrier(node_comm), "MPI_Barrier after shm set-up");  // every pid is visible
 }
 
 ShmNodeChannel::Control& ShmNodeChannel::control(int local_rank) const {
@@ -89,7 +93,7 @@ std::string ShmNodeChannel::peer_name(int peer) const {
 
 template <class Reached>
 void ShmNodeChannel::wait_peers(const char* stage, uint64_t round, int first, int count, Reached&& reached) {
-  Backoff backoff(policy_.timeout_seconds);  // one deadline for the whole stage
+  Backoff backoff(policy_.timeout_seconds, policy_.pace);  // one deadline for the whole stage
   bool warned = false;
   for (int peer = first; peer < first + count; ++peer) {
     if (peer == local_rank_) continue;
@@ -118,14 +122,17 @@ void ShmNodeChannel::wait_peers(const char* stage, uint64_t round, int first, in
   }
 }
 
-uint64_t ShmNodeChannel::stage_input(const void* input, size_t bytes, const CallDescriptor& descriptor) {
+uint64_t ShmNodeChannel::open_round() {
   const uint64_t round = ++round_;
   if (round > 2) {
     wait_peers("finish", round - 2, 0, local_size_, [&](const Control& c) {
       return c.consumed.load(std::memory_order_acquire) >= round - 2;
     });
   }
-  if (bytes > 0) std::memcpy(slot(round, local_rank_), input, bytes);
+  return round;
+}
+
+void ShmNodeChannel::post_and_gather(uint64_t round, const CallDescriptor& descriptor) {
   Control& mine = control(local_rank_);
   mine.descriptor[round & 1] = descriptor;
   mine.posted[round & 1].store(round, std::memory_order_release);
@@ -136,12 +143,34 @@ uint64_t ShmNodeChannel::stage_input(const void* input, size_t bytes, const Call
     const CallDescriptor& theirs = control(peer).descriptor[round & 1];
     if (!(theirs == descriptor)) fail_mismatch(round, peer, descriptor, theirs);
   }
-  return round;
+}
+
+uint64_t ShmNodeChannel::stage_input(const void* input, size_t bytes, const CallDescriptor& descriptor) {
+  return begin_round(descriptor, [&](char* my_slot) {
+    if (bytes > 0) std::memcpy(my_slot, input, bytes);
+  });
 }
 
 void ShmNodeChannel::exchange_descriptor(const CallDescriptor& descriptor) {
   const uint64_t round = stage_input(nullptr, 0, descriptor);
   mark_ready(round);
+  mark_consumed(round);
+}
+
+uint64_t ShmNodeChannel::expose_buffers(const CallDescriptor& descriptor, const void* send, void* recv) {
+  Control& mine = control(local_rank_);
+  mine.send_address = reinterpret_cast<uint64_t>(send);
+  mine.recv_address = reinterpret_cast<uint64_t>(recv);
+  return stage_input(nullptr, 0, descriptor);  // the release store of `posted` publishes them
+}
+
+ShmNodeChannel::PeerBuffers ShmNodeChannel::peer_buffers(int peer) const {
+  const Control& c = control(peer);
+  return {static_cast<pid_t>(c.pid), reinterpret_cast<const char*>(c.send_address),
+          reinterpret_cast<char*>(c.recv_address)};
+}
+
+void ShmNodeChannel::mark_consumed(uint64_t round) {
   control(local_rank_).consumed.store(round, std::memory_order_release);
 }
 
@@ -169,7 +198,7 @@ void ShmNodeChannel::wait_ready(uint64_t round, int first, int count) {
 
 void ShmNodeChannel::drain_result(uint64_t round, void* output, size_t bytes) {
   std::memcpy(output, result(round), bytes);
-  control(local_rank_).consumed.store(round, std::memory_order_release);
+  mark_consumed(round);
 }
 
 void ShmNodeChannel::abandon() noexcept {

@@ -20,12 +20,14 @@
 #pragma once
 
 #include <mpi.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/backoff.h"
 #include "transport/shm_segment.h"
 
 namespace matexcomm {
@@ -44,8 +46,9 @@ struct CallDescriptor {
 };
 
 struct ShmWaitPolicy {
-  double timeout_seconds = 300;
+  double timeout_seconds = 600;
   double stall_warning_seconds = 60;
+  BackoffPace pace;
 };
 
 class ShmNodeChannel {
@@ -65,6 +68,14 @@ class ShmNodeChannel {
   // descriptor, and wait until every local rank has posted (checking their
   // descriptors). Returns the round.
   uint64_t stage_input(const void* input, size_t bytes, const CallDescriptor& descriptor);
+  // The same with a caller-supplied fill: fill(my_slot) writes what to stage.
+  template <class Fill>
+  uint64_t begin_round(const CallDescriptor& descriptor, Fill&& fill) {
+    const uint64_t round = open_round();
+    fill(slot(round, local_rank_));
+    post_and_gather(round, descriptor);
+    return round;
+  }
   void mark_ready(uint64_t round);
   // Blocks until local ranks [first, first + count) have marked `round` ready.
   void wait_ready(uint64_t round, int first, int count);
@@ -74,6 +85,19 @@ class ShmNodeChannel {
   // A round without data, so that a call with count 0 still meets its peers'
   // descriptors (a peer with a different count gets MATEX_ERR_MISMATCH).
   void exchange_descriptor(const CallDescriptor& descriptor);
+
+  // A round without data that also publishes this rank's user buffers, for
+  // algorithms that move data with cross-memory attach (transport/cma_copy.h).
+  // Returns the round; close it with mark_ready / wait_ready / mark_consumed.
+  uint64_t expose_buffers(const CallDescriptor& descriptor, const void* send, void* recv);
+  struct PeerBuffers {
+    pid_t pid;
+    const char* send;
+    char* recv;
+  };
+  // The buffers local rank `peer` exposed in the current round.
+  PeerBuffers peer_buffers(int peer) const;
+  void mark_consumed(uint64_t round);
 
   // After MATEX_ERR_MISMATCH: the highest call sequence any local rank posted,
   // so the communicator can resume in step with its peers.
@@ -103,11 +127,18 @@ class ShmNodeChannel {
     std::atomic<uint64_t> consumed;
     std::atomic<uint32_t> failed;  // this rank abandoned the channel
     std::atomic<uint32_t> in_mpi;  // this rank is inside an MPI call across nodes
+    int64_t pid;                   // written once at set-up
+    uint64_t send_address;         // exposed buffers (expose_buffers), published with `posted`
+    uint64_t recv_address;
   };
   static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory flags need lock-free atomics");
   static_assert(std::atomic<uint32_t>::is_always_lock_free, "shared-memory flags need lock-free atomics");
 
   Control& control(int local_rank) const;
+  // Draws the next round and waits until its buffer set is free.
+  uint64_t open_round();
+  // Posts my slot with the descriptor, waits for every peer's, compares them.
+  void post_and_gather(uint64_t round, const CallDescriptor& descriptor);
   // Waits until reached(peer) holds for every peer in [first, first + count) but me.
   template <class Reached>
   void wait_peers(const char* stage, uint64_t round, int first, int count, Reached&& reached);

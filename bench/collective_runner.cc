@@ -1,0 +1,147 @@
+// collective_runner.cc - see collective_runner.h.
+#include "collective_runner.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "element_codec.h"
+
+namespace matexbench {
+namespace {
+
+constexpr int kPoison = 0xA5;  // never a valid result: every expected value is small
+
+}  // namespace
+
+size_t call_count_for(matex_collective_t coll, size_t bytes, size_t element_bytes, int world_size) {
+  const bool per_rank = coll == MATEX_COLL_ALLGATHER || coll == MATEX_COLL_REDUCE_SCATTER;
+  return bytes / element_bytes / (per_rank ? static_cast<size_t>(world_size) : 1);
+}
+
+size_t row_elements(matex_collective_t coll, size_t call_count, int world_size) {
+  const bool per_rank = coll == MATEX_COLL_ALLGATHER || coll == MATEX_COLL_REDUCE_SCATTER;
+  return call_count * (per_rank ? static_cast<size_t>(world_size) : 1);
+}
+
+double bus_factor(matex_collective_t coll, int world_size) {
+  const double p = world_size;
+  switch (coll) {
+    case MATEX_COLL_ALLREDUCE: return 2.0 * (p - 1) / p;
+    case MATEX_COLL_BROADCAST: return 1.0;
+    default: return (p - 1) / p;  // allgather, reduce_scatter
+  }
+}
+
+CollectiveRunner::CollectiveRunner(matex::Communicator& comm, const MpiBaseline* mpi, AlignedBuffer& send,
+                                   AlignedBuffer& recv, int iterations, int warmup_iterations, bool check)
+    : comm_(comm), mpi_(mpi), send_(send), recv_(recv), iterations_(iterations),
+      warmup_iterations_(warmup_iterations), check_(check), rank_(comm.rank()), world_size_(comm.size()) {}
+
+Measurement CollectiveRunner::run(const CaseSpec& spec, const ReferencePatterns& patterns) {
+  Measurement result;
+  result.checked = check_;
+  double ours_seconds = 0.0;
+  double mpi_seconds = 0.0;
+  uint64_t wrong[2] = {0, 0};
+  const int total = warmup_iterations_ + iterations_;
+  for (int it = 0; it < total; ++it) {
+    const bool timed = it >= warmup_iterations_;
+    const bool last = it == total - 1;
+    for (bool ours : {true, false}) {
+      if (!ours && mpi_ == nullptr) continue;
+      const uint64_t seq = next_seq_++;
+      prepare(spec, patterns, seq, last);
+      const double seconds = timed_call(spec, ours);
+      if (timed) (ours ? ours_seconds : mpi_seconds) += seconds;
+      if (last && check_) wrong[ours ? 0 : 1] = count_wrong(spec, patterns, seq);
+    }
+  }
+  const char* algorithm = "";
+  matex_last_algorithm(comm_.handle(), spec.coll, &algorithm);
+  result.algorithm = algorithm;
+
+  double mean[2] = {ours_seconds / iterations_, mpi_seconds / iterations_};
+  MPI_Allreduce(MPI_IN_PLACE, mean, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, wrong, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  result.time_us = mean[0] * 1e6;
+  if (mpi_ != nullptr) result.mpi_time_us = mean[1] * 1e6;
+  result.wrong = wrong[0];
+  result.mpi_wrong = wrong[1];
+  return result;
+}
+
+// Writes the inputs of call `seq`; poisons every output element that the call
+// must overwrite when `poison` (the checked call) or when it is not an input.
+void CollectiveRunner::prepare(const CaseSpec& spec, const ReferencePatterns& patterns, uint64_t seq, bool poison) {
+  const size_t es = element_size(spec.dtype);
+  const size_t n = spec.count;
+  const size_t p = static_cast<size_t>(world_size_);
+  switch (spec.coll) {
+    case MATEX_COLL_ALLREDUCE:
+    case MATEX_COLL_REDUCE_SCATTER: {
+      const size_t inputs = spec.coll == MATEX_COLL_ALLREDUCE ? n : n * p;
+      const size_t outputs = n;
+      if (spec.in_place) {
+        patterns.fill_input(rank_, seq, 0, inputs, recv_.data());
+      } else {
+        patterns.fill_input(rank_, seq, 0, inputs, send_.data());
+        if (poison) std::memset(recv_.data(), kPoison, outputs * es);
+      }
+      break;
+    }
+    case MATEX_COLL_BROADCAST:
+      if (rank_ == spec.root) patterns.fill_input(rank_, seq, 0, n, recv_.data());
+      else std::memset(recv_.data(), kPoison, n * es);
+      break;
+    case MATEX_COLL_ALLGATHER:
+      if (spec.in_place) {
+        std::memset(recv_.data(), kPoison, n * p * es);
+        patterns.fill_input(rank_, seq, 0, n, recv_.bytes() + rank_ * n * es);
+      } else {
+        patterns.fill_input(rank_, seq, 0, n, send_.data());
+        if (poison) std::memset(recv_.data(), kPoison, n * p * es);
+      }
+      break;
+  }
+}
+
+double CollectiveRunner::timed_call(const CaseSpec& spec, bool ours) {
+  const void* send = spec.in_place ? nullptr : send_.data();
+  void* recv = recv_.data();
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double start = MPI_Wtime();
+  if (!ours) {
+    mpi_->run(spec.coll, send, recv, spec.count, spec.dtype, spec.op, spec.root);
+    return MPI_Wtime() - start;
+  }
+  const void* matex_send = send != nullptr ? send : MATEX_IN_PLACE;
+  switch (spec.coll) {
+    case MATEX_COLL_ALLREDUCE: comm_.allreduce(matex_send, recv, spec.count, spec.dtype, spec.op); break;
+    case MATEX_COLL_BROADCAST: comm_.broadcast(recv, spec.count, spec.dtype, spec.root); break;
+    case MATEX_COLL_ALLGATHER: comm_.allgather(matex_send, recv, spec.count, spec.dtype); break;
+    case MATEX_COLL_REDUCE_SCATTER: comm_.reduce_scatter(matex_send, recv, spec.count, spec.dtype, spec.op); break;
+  }
+  return MPI_Wtime() - start;
+}
+
+uint64_t CollectiveRunner::count_wrong(const CaseSpec& spec, const ReferencePatterns& patterns, uint64_t seq) const {
+  const size_t es = element_size(spec.dtype);
+  const size_t n = spec.count;
+  switch (spec.coll) {
+    case MATEX_COLL_ALLREDUCE: return patterns.count_wrong_reduced(seq, 0, n, recv_.data());
+    case MATEX_COLL_REDUCE_SCATTER: return patterns.count_wrong_reduced(seq, rank_ * n, n, recv_.data());
+    case MATEX_COLL_BROADCAST: return patterns.count_wrong_input(spec.root, seq, 0, n, recv_.data());
+    case MATEX_COLL_ALLGATHER: {
+      uint64_t wrong = 0;
+      for (int source = 0; source < world_size_; ++source)
+        wrong += patterns.count_wrong_input(source, seq, 0, n, recv_.bytes() + source * n * es);
+      return wrong;
+    }
+  }
+  return 0;
+}
+
+}  // namespace matexbench
+

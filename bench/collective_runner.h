@@ -1,0 +1,73 @@
+// collective_runner.h - times one case (collective, dtype, op, size,
+// placement) of ours and, with --compare mpi, of plain MPI on the same
+// buffers, and checks the last call of each element by element.
+//
+// Every call gets fresh inputs (they depend on a call number), written
+// outside the timed region, then all ranks meet in a barrier and the call
+// alone is timed. With --compare mpi ours and MPI alternate call by call.
+// Time = mean per call on each rank, then the maximum over ranks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "aligned_buffer.h"
+#include "matexcomm/matexcomm.hpp"
+#include "mpi_baseline.h"
+#include "reference_patterns.h"
+
+namespace matexbench {
+
+struct CaseSpec {
+  matex_collective_t coll = MATEX_COLL_ALLREDUCE;
+  matex_dtype_t dtype = MATEX_FLOAT32;
+  matex_op_t op = MATEX_SUM;
+  int root = 0;
+  size_t count = 0;  // the count argument of the call (per rank for allgather, reduce_scatter)
+  bool in_place = false;
+};
+
+struct Measurement {
+  double time_us = 0.0;      // ours, mean per call, max over ranks
+  double mpi_time_us = -1.0; // < 0: not measured
+  bool checked = false;
+  uint64_t wrong = 0;        // ours, summed over ranks
+  uint64_t mpi_wrong = 0;
+  std::string algorithm;     // matex_last_algorithm after our last call
+};
+
+// The count argument for a `bytes` row (0 when the row is too small), and
+// the elements that the row's size stands for (the total for allgather and
+// reduce_scatter, as in nccl-tests).
+size_t call_count_for(matex_collective_t coll, size_t bytes, size_t element_bytes, int world_size);
+size_t row_elements(matex_collective_t coll, size_t call_count, int world_size);
+// busbw = algbw * factor.
+double bus_factor(matex_collective_t coll, int world_size);
+
+class CollectiveRunner {
+ public:
+  // Buffers must hold the largest row's bytes; `mpi` may be null.
+  CollectiveRunner(matex::Communicator& comm, const MpiBaseline* mpi, AlignedBuffer& send, AlignedBuffer& recv,
+                   int iterations, int warmup_iterations, bool check);
+
+  Measurement run(const CaseSpec& spec, const ReferencePatterns& patterns);
+
+ private:
+  void prepare(const CaseSpec& spec, const ReferencePatterns& patterns, uint64_t seq, bool poison);
+  double timed_call(const CaseSpec& spec, bool ours);
+  uint64_t count_wrong(const CaseSpec& spec, const ReferencePatterns& patterns, uint64_t seq) const;
+
+  matex::Communicator& comm_;
+  const MpiBaseline* mpi_;
+  AlignedBuffer& send_;
+  AlignedBuffer& recv_;
+  int iterations_;
+  int warmup_iterations_;
+  bool check_;
+  int rank_;
+  int world_size_;
+  uint64_t next_seq_ = 0;  // call number: inputs differ from call to call
+};
+
+}  // namespace matexbench

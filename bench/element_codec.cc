@@ -1,0 +1,80 @@
+// element_codec.cc - see element_codec.h.
+#include "element_codec.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include "half_conversions.h"
+
+namespace matexbench {
+namespace {
+
+template <typename T>
+void store_as(void* data, size_t index, T value) {
+  std::memcpy(static_cast<char*>(data) + index * sizeof(T), &value, sizeof(T));
+}
+
+template <typename T>
+T load_as(const void* data, size_t index) {
+  T value;
+  std::memcpy(&value, static_cast<const char*>(data) + index * sizeof(T), sizeof(T));
+  return value;
+}
+
+}  // namespace
+
+size_t element_size(matex_dtype_t dtype) {
+  switch (dtype) {
+    case MATEX_INT8: case MATEX_UINT8: return 1;
+    case MATEX_FLOAT16: case MATEX_BFLOAT16: return 2;
+    case MATEX_INT32: case MATEX_FLOAT32: return 4;
+    case MATEX_INT64: case MATEX_FLOAT64: return 8;
+    default: return 0;
+  }
+}
+
+const char* dtype_label(matex_dtype_t dtype) {
+  static const char* const names[] = {"int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"};
+  return dtype >= 0 && dtype < MATEX_DTYPE_COUNT ? names[dtype] : "unknown";
+}
+
+const char* op_label(matex_op_t op) {
+  static const char* const names[] = {"sum", "prod", "min", "max", "avg"};
+  return op >= 0 && op < MATEX_OP_COUNT ? names[op] : "unknown";
+}
+
+bool dtype_is_float(matex_dtype_t dtype) {
+  return dtype == MATEX_FLOAT16 || dtype == MATEX_BFLOAT16 || dtype == MATEX_FLOAT32 || dtype == MATEX_FLOAT64;
+}
+
+bool dtype_is_signed(matex_dtype_t dtype) { return dtype != MATEX_UINT8; }
+
+void store_element(matex_dtype_t dtype, void* data, size_t index, double value) {
+  switch (dtype) {
+    case MATEX_INT8: store_as<int8_t>(data, index, static_cast<int8_t>(value)); break;
+    case MATEX_UINT8: store_as<uint8_t>(data, index, static_cast<uint8_t>(value)); break;
+    case MATEX_INT32: store_as<int32_t>(data, index, static_cast<int32_t>(value)); break;
+    case MATEX_INT64: store_as<int64_t>(data, index, static_cast<int64_t>(value)); break;
+    case MATEX_FLOAT16: store_as<uint16_t>(data, index, f32_to_f16(static_cast<float>(value))); break;
+    case MATEX_BFLOAT16: store_as<uint16_t>(data, index, f32_to_bf16(static_cast<float>(value))); break;
+    case MATEX_FLOAT32: store_as<float>(data, index, static_cast<float>(value)); break;
+    case MATEX_FLOAT64: store_as<double>(data, index, value); break;
+    default: break;
+  }
+}
+
+double load_element(matex_dtype_t dtype, const void* data, size_t index) {
+  switch (dtype) {
+    case MATEX_INT8: return load_as<int8_t>(data, index);
+    case MATEX_UINT8: return load_as<uint8_t>(data, index);
+    case MATEX_INT32: return load_as<int32_t>(data, index);
+    case MATEX_INT64: return static_cast<double>(load_as<int64_t>(data, index));
+    case MATEX_FLOAT16: return f16_to_f32(load_as<uint16_t>(data, index));
+    case MATEX_BFLOAT16: return bf16_to_f32(load_as<uint16_t>(data, index));
+    case MATEX_FLOAT32: return load_as<float>(data, index);
+    case MATEX_FLOAT64: return load_as<double>(data, index);
+    default: return 0.0;
+  }
+}
+
+}  // namespace matexbench

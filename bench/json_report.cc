@@ -1,0 +1,89 @@
+// json_report.cc - see json_report.h.
+#include "json_report.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "element_codec.h"
+
+namespace matexbench {
+namespace {
+
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char escape[8];
+      std::snprintf(escape, sizeof escape, "\\u%04x", c);
+      out += escape;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string number(double value) {
+  if (!std::isfinite(value)) return "null";
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, "%.6g", value);
+  return buffer;
+}
+
+void write_record(std::ostream& out, const ResultRow& row, int placement, const RunContext& context) {
+  const Options& options = *context.options;
+  const Measurement& m = row.result[placement];
+  const double algbw = algbw_gbps(row.bytes, m.time_us);
+  const double factor = bus_factor(options.coll, context.layout->world_size);
+  out << "    {\"size\": " << row.bytes << ", \"count\": " << row.count << ", \"type\": " << quoted(dtype_label(row.dtype))
+      << ", \"redop\": " << quoted(row.redop) << ", \"root\": " << row.root
+      << ", \"inplace\": " << (placement ? "true" : "false") << ", \"time_us\": " << number(m.time_us)
+      << ", \"algbw\": " << number(algbw) << ", \"busbw\": " << number(algbw * factor)
+      << ", \"wrong\": " << (m.checked ? std::to_string(m.wrong) : "null") << ", \"algo\": " << quoted(m.algorithm);
+  if (options.compare_mpi) {
+    out << ", \"mpi_time_us\": " << number(m.mpi_time_us)
+        << ", \"mpi_busbw\": " << number(algbw_gbps(row.bytes, m.mpi_time_us) * factor)
+        << ", \"speedup\": " << number(m.time_us > 0 ? m.mpi_time_us / m.time_us : NAN)
+        << ", \"mpi_wrong\": " << (m.checked ? std::to_string(m.mpi_wrong) : "null");
+  }
+  out << "}";
+}
+
+}  // namespace
+
+std::string write_json_report(const std::string& path, const RunContext& context, const std::vector<ResultRow>& rows) {
+  const Options& options = *context.options;
+  std::ostringstream out;
+  out << "{\n  \"memcpy_gbps\": " << number(context.memcpy_gbps) << ",\n  \"command\": " << quoted(options.command_line)
+      << ",\n  \"matexcomm_version\": " << quoted(matex_version_string())
+      << ",\n  \"mpi_library\": " << quoted(mpi_library_version())
+      << ",\n  \"world_size\": " << context.layout->world_size << ",\n  \"node_count\": " << context.layout->node_count()
+      << ",\n  \"layout\": " << quoted(context.layout->sizes()) << ",\n  \"coll\": " << quoted(collective_name(options.coll))
+      << ",\n  \"algo_requested\": " << quoted(options.algorithm) << ",\n  \"compare\": "
+      << (options.compare_mpi ? "\"mpi\"" : "null") << ",\n  \"results\": [";
+  bool first = true;
+  for (const ResultRow& row : rows) {
+    for (int placement = 0; placement < 2; ++placement) {
+      if (!row.has[placement]) continue;
+      out << (first ? "\n" : ",\n");
+      first = false;
+      write_record(out, row, placement, context);
+    }
+  }
+  out << "\n  ]\n}\n";
+  std::ofstream file(path);
+  if (!file) return "-J " + path + ": cannot open for writing: " + std::strerror(errno);
+  file << out.str();
+  file.close();
+  if (!file) return "-J " + path + ": write failed";
+  return "";
+}
+
+}  // namespace matexbench

@@ -1,0 +1,23 @@
+// json_report.h - the -J FILE output of matex-bench: the run's context and one
+// record per (size, dtype, op, placement), for plot_busbw.py and scripts.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bench_options.h"
+#include "bench_preamble.h"
+#include "result_row.h"
+
+namespace matexbench {
+
+struct RunContext {
+  const Options* options = nullptr;
+  const Layout* layout = nullptr;
+  double memcpy_gbps = 0.0;
+};
+
+// Writes the JSON document; returns "" or an error naming the file.
+std::string write_json_report(const std::string& path, const RunContext& context, const std::vector<ResultRow>& rows);
+
+}  // namespace matexbench

@@ -1,0 +1,170 @@
+// matex_bench_main.cc - matex-bench: nccl-tests style timing and checking of
+// libmatexcomm's collectives, optionally side by side with plain MPI.
+//
+//   mpirun -np 4 matex-bench -b 8 -e 256M -f 2 -d float32 -o sum --compare mpi -J out.json
+//
+// Exit status: 0 all values right, 1 some value wrong, 2 bad flag, 3 a call failed.
+#include <mpi.h>
+
+#include <climits>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench_options.h"
+#include "bench_preamble.h"
+#include "collective_runner.h"
+#include "element_codec.h"
+#include "json_report.h"
+#include "memcpy_bandwidth.h"
+#include "result_table.h"
+
+namespace matexbench {
+namespace {
+
+// Initializes MPI (as matex_init would: MPI_THREAD_MULTIPLE) and finalizes it
+// at scope exit, after every matex communicator and MPI object is gone.
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv) {
+    int provided = 0;
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  }
+  ~MpiSession() { MPI_Finalize(); }
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  int rank() const { return rank_; }
+
+ private:
+  int rank_ = 0;
+};
+
+void print(const std::vector<std::string>& lines) {
+  for (const std::string& line : lines) std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+// -b, -b*f, -b*f^2, ... up to -e.
+std::vector<size_t> size_steps(const Options& options) {
+  std::vector<size_t> sizes;
+  for (size_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= options.step_factor) {
+    sizes.push_back(bytes);
+    if (bytes > options.max_bytes / options.step_factor) break;
+  }
+  return sizes;
+}
+
+// The checks that need the world size; "" when fine. Same verdict on every rank.
+std::string validate_for_world(const Options& options, int world_size) {
+  if (options.coll == MATEX_COLL_BROADCAST && options.root >= world_size)
+    return "-r " + std::to_string(options.root) + ": the root must be below the world size " + std::to_string(world_size);
+  if (options.compare_mpi) {
+    for (matex_dtype_t dtype : options.dtypes) {
+      if (call_count_for(options.coll, options.max_bytes, element_size(dtype), world_size) > size_t{INT_MAX})
+        return "-e " + std::to_string(options.max_bytes) + ": too many " + dtype_label(dtype) +
+               " elements for MPI's int counts (--compare mpi)";
+    }
+  }
+  return "";
+}
+
+int run_benchmark(const Options& options, int rank) {
+  matex::Communicator comm;
+  const int world_size = comm.size();
+  std::string error = validate_for_world(options, world_size);
+  if (error.empty()) {
+    matex_status_t status = matex_set_algorithm(comm.handle(), options.coll, options.algorithm.c_str());
+    if (status != MATEX_SUCCESS) error = "--algo " + options.algorithm + ": " + matex_last_error();
+  }
+  if (!error.empty()) {
+    if (rank == 0) std::fprintf(stderr, "matex-bench: %s\n", error.c_str());
+    return 2;
+  }
+  const Layout layout = gather_layout(comm);
+  const double memcpy_gbps = measure_memcpy_gbps_on_rank0();
+  if (rank == 0) print(preamble_lines(options, layout, memcpy_gbps));
+
+  const std::vector<size_t> sizes = size_steps(options);
+  AlignedBuffer send(sizes.back());
+  AlignedBuffer recv(sizes.back());
+  std::optional<MpiBaseline> mpi;
+  if (options.compare_mpi) mpi.emplace();
+  CollectiveRunner runner(comm, mpi ? &*mpi : nullptr, send, recv, options.iterations, options.warmup_iterations,
+                          options.check);
+  ResultTable table(options.coll, world_size, options.compare_mpi, options.check);
+  if (rank == 0) print(table.header());
+
+  const bool reduces = collective_reduces(options.coll);
+  const std::vector<matex_op_t> ops = reduces ? options.ops : std::vector<matex_op_t>{MATEX_SUM};
+  std::vector<ResultRow> rows;
+  for (matex_dtype_t dtype : options.dtypes) {
+    for (matex_op_t op : ops) {
+      if (op == MATEX_AVG && !dtype_is_float(dtype)) continue;  // only reachable through "all"
+      const ReferencePatterns patterns(dtype, op, reduces, world_size);
+      size_t previous_bytes = 0;
+      for (size_t size : sizes) {
+        CaseSpec spec{options.coll, dtype, op, options.root, 0, false};
+        spec.count = call_count_for(options.coll, size, element_size(dtype), world_size);
+        ResultRow row;
+        row.count = row_elements(options.coll, spec.count, world_size);
+        row.bytes = row.count * element_size(dtype);
+        if (spec.count == 0 || row.bytes == previous_bytes) continue;  // too small, or same as the last row
+        previous_bytes = row.bytes;
+        row.dtype = dtype;
+        row.redop = reduces ? op_label(op) : "none";
+        row.root = options.coll == MATEX_COLL_BROADCAST ? options.root : -1;
+        // Broadcast has one buffer: it is an in-place call.
+        for (bool in_place : {false, true}) {
+          if (options.coll == MATEX_COLL_BROADCAST && !in_place) continue;
+          spec.in_place = in_place;
+          row.has[in_place] = true;
+          row.result[in_place] = runner.run(spec, patterns);
+        }
+        std::vector<std::string> lines = table.format(row);
+        if (rank == 0) print(lines);
+        rows.push_back(row);
+      }
+    }
+  }
+  if (rank == 0) {
+    print(table.footer());
+    if (!options.json_path.empty()) {
+      std::string json_error = write_json_report(options.json_path, RunContext{&options, &layout, memcpy_gbps}, rows);
+      if (!json_error.empty()) std::fprintf(stderr, "matex-bench: %s\n", json_error.c_str());
+    }
+  }
+  return table.failed() ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace matexbench
+
+int main(int argc, char** argv) {
+  using namespace matexbench;
+  Options options;
+  const std::string parse_error = parse_options(argc, argv, &options);
+  if (parse_error.empty() && options.help) {
+    std::printf("%s", usage_text().c_str());
+    return 0;
+  }
+  if (parse_error.empty() && options.print_config) {  // no MPI needed
+    const std::vector<std::string> lines = config_lines();
+    for (const std::string& line : lines) std::printf("%s\n", line.c_str());
+    return lines.size() == 1 && lines[0].rfind("invalid configuration", 0) == 0 ? 2 : 0;
+  }
+  MpiSession session(&argc, &argv);
+  if (!parse_error.empty()) {
+    if (session.rank() == 0) std::fprintf(stderr, "matex-bench: %s\n", parse_error.c_str());
+    return 2;
+  }
+  try {
+    return run_benchmark(options, session.rank());
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "matex-bench: rank %d: %s\n", session.rank(), error.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+    return 3;
+  }
+}

@@ -1,0 +1,99 @@
+// allreduce_rs_ar_ag_cma.cc - hierarchical allreduce whose intra-node steps
+// move data once, with cross-memory attach (process_vm_readv/writev), instead
+// of twice through a shared segment.
+//
+// Steps (q = my node's size, m = the smallest node's size, N = node count,
+//        p = world size, blocks of b = chunk_bytes):
+//   0. a data-less round publishes every rank's send/recv address and checks
+//      the call descriptors (mismatches fail as in every shm algorithm);
+//   1. local rank l < m owns shard l (n/m bytes). Per block of its shard it
+//      reads the block of every neighbour's send buffer into an L2-resident
+//      scratch buffer, reduces them with its own send block straight into its
+//      own recv buffer, MPI_Allreduces that block across rail l, divides for
+//      avg, and writes the finished block into every neighbour's recv buffer;
+//   2. a final flag round: nobody returns (and lets its buffers go) before
+//      every owner is done with them.
+// Bytes per owner and node: reads n/m of every local send buffer, writes
+//   n/m into every local recv buffer: each byte crosses memory once per read
+//   and once per write, against three times through a shared segment.
+//   On the wire: 2(N-1)/N n/m per rail, all rails at once.
+// Cost: ~ (q/m) n / B_mem + one syscall per neighbour per block +
+//   2(N-1) alpha + 2(N-1)/N (n/m) beta + 2 flag rounds.
+// Preconditions: every node can use cross-memory attach (probed when the
+//   communicator is created; otherwise this algorithm is never selected).
+//   In place is safe: a block of my buffer is read by its owner only, and
+//   written by that owner after it has read that block of every rank.
+#include <algorithm>
+#include <vector>
+
+#include "algorithms/algorithms.h"
+#include "core/dtype.h"
+#include "core/reduce_kernels.h"
+#include "transport/cma_copy.h"
+
+namespace matexcomm {
+
+namespace {
+
+// One block of the owner's shard: gather, reduce, cross nodes, scatter back.
+void reduce_block(const CollectiveContext& ctx, ShmNodeChannel& shm, const AllreduceArgs& args, size_t first,
+                  size_t count, char* scratch, size_t scratch_stride) {
+  const size_t element = dtype_size(args.dtype);
+  const size_t offset = first * element;
+  const size_t bytes = count * element;
+  const int q = shm.local_size();
+  const int me = shm.local_rank();
+  std::vector<const void*> sources;
+  sources.push_back(static_cast<const char*>(args.send) + offset);
+  for (int peer = 0, used = 0; peer < q; ++peer) {
+    if (peer == me) continue;
+    ShmNodeChannel::PeerBuffers theirs = shm.peer_buffers(peer);
+    char* copy = scratch + scratch_stride * used++;
+    cma_read(theirs.pid, theirs.send + offset, copy, bytes);
+    sources.push_back(copy);
+  }
+  char* target = static_cast<char*>(args.recv) + offset;
+  reduce_sources(args.dtype, args.op, target, sources.data(), q, count);
+  if (ctx.layout->node_count > 1) {
+    ShmNodeChannel::MpiSection in_mpi(shm);
+    ctx.reductions->allreduce_in_place(ctx.rail, target, count, args.dtype, args.op);
+  }
+  if (args.op == MATEX_AVG) divide_elements(args.dtype, target, count, ctx.layout->world_size);
+  for (int peer = 0; peer < q; ++peer) {
+    if (peer == me) continue;
+    ShmNodeChannel::PeerBuffers theirs = shm.peer_buffers(peer);
+    cma_write(theirs.pid, theirs.recv + offset, target, bytes);
+  }
+}
+
+}  // namespace
+
+void allreduce_rs_ar_ag_cma(const CollectiveContext& ctx, const AllreduceArgs& args) {
+  const topo::Layout& layout = *ctx.layout;
+  const int owners = layout.min_local_size();
+  const size_t element = dtype_size(args.dtype);
+  const size_t block = std::max<size_t>(ctx.chunk_bytes / element, 1);
+  if (ctx.shm == nullptr) {  // alone on my node (so owners == 1): same blocks, rail MPI on my buffer
+    for (size_t first = 0; first < args.count; first += block) {
+      allreduce_round_alone(ctx, ctx.rail, args, first, std::min(block, args.count - first));
+    }
+    return;
+  }
+  ShmNodeChannel& shm = *ctx.shm;
+  const CallDescriptor descriptor{args.sequence, args.count, args.dtype, args.op, args.algorithm_id,
+                                  MATEX_COLL_ALLREDUCE};
+  const uint64_t round = shm.expose_buffers(descriptor, args.send, args.recv);
+  if (layout.local_rank < owners && args.count > 0) {
+    const size_t stride = block * element;
+    char* scratch = scratch_memory(ctx, stride * (shm.local_size() - 1));
+    const ElementRange shard = split_range(args.count, owners, layout.local_rank);
+    for (size_t first = shard.begin; first < shard.end; first += block) {
+      reduce_block(ctx, shm, args, first, std::min(block, shard.end - first), scratch, stride);
+    }
+  }
+  shm.mark_ready(round);
+  shm.wait_ready(round, 0, shm.local_size());
+  shm.mark_consumed(round);
+}
+
+}  // namespace matexcomm

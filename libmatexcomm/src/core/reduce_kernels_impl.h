@@ -1,0 +1,152 @@
+// reduce_kernels_impl.h - the typed reduction loops behind reduce_kernels.h,
+// compiled once per instruction set (reduce_kernels_{generic,avx2,avx512}.cc
+// define MATEX_KERNEL_ISA and the compiler flags); reduce_kernels.cc picks the
+// best one the CPU supports at run time.
+//
+// Cost: one read of every source and one write of the output per element, in
+// L1-sized blocks; the 16-bit types add a widen and a narrow per element.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "core/error.h"
+#include "core/half_float.h"
+#include "core/reduce_kernels.h"
+
+#ifndef MATEX_KERNEL_ISA
+#error "define MATEX_KERNEL_ISA before including reduce_kernels_impl.h"
+#endif
+
+namespace matexcomm {
+namespace MATEX_KERNEL_ISA {
+
+namespace {
+
+constexpr size_t kBlock = 1024;  // elements per L1-resident block
+
+struct Sum { template <class T> static T apply(T a, T b) { return static_cast<T>(a + b); } };
+struct Prod { template <class T> static T apply(T a, T b) { return static_cast<T>(a * b); } };
+struct Min { template <class T> static T apply(T a, T b) { return b < a ? b : a; } };
+struct Max { template <class T> static T apply(T a, T b) { return a < b ? b : a; } };
+
+// Wrap-around arithmetic for integers (as MPI does) without signed-overflow UB.
+template <class T> struct Wide { using type = T; };
+template <> struct Wide<int8_t> { using type = int32_t; };
+template <> struct Wide<uint8_t> { using type = uint32_t; };
+
+template <class Op, class T>
+void pair_native(T* __restrict inout, const T* __restrict in, size_t count) {
+  using W = typename Wide<T>::type;
+  if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+    using U = std::make_unsigned_t<T>;
+    if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Prod>) {
+      for (size_t i = 0; i < count; ++i) {
+        inout[i] = static_cast<T>(Op::apply(static_cast<U>(inout[i]), static_cast<U>(in[i])));
+      }
+      return;
+    }
+  }
+  for (size_t i = 0; i < count; ++i) inout[i] = static_cast<T>(Op::apply(static_cast<W>(inout[i]), static_cast<W>(in[i])));
+}
+
+// out[i] = op(a[i], b[i]); out may alias a.
+template <class Op, class T>
+void pair_to(T* out, const T* a, const T* __restrict b, size_t count) {
+  using W = typename Wide<T>::type;
+  if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+    using U = std::make_unsigned_t<T>;
+    if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Prod>) {
+      for (size_t i = 0; i < count; ++i) out[i] = static_cast<T>(Op::apply(static_cast<U>(a[i]), static_cast<U>(b[i])));
+      return;
+    }
+  }
+  for (size_t i = 0; i < count; ++i) out[i] = static_cast<T>(Op::apply(static_cast<W>(a[i]), static_cast<W>(b[i])));
+}
+
+template <class Op, class T>
+void sources_native(T* out, const void* const* srcs, int nsrc, size_t count) {
+  if (nsrc == 1) {
+    const T* only = static_cast<const T*>(srcs[0]);
+    if (out != only) std::copy(only, only + count, out);
+    return;
+  }
+  for (size_t begin = 0; begin < count; begin += kBlock) {
+    size_t n = std::min(kBlock, count - begin);
+    pair_to<Op, T>(out + begin, static_cast<const T*>(srcs[0]) + begin, static_cast<const T*>(srcs[1]) + begin, n);
+    for (int s = 2; s < nsrc; ++s) pair_native<Op, T>(out + begin, static_cast<const T*>(srcs[s]) + begin, n);
+  }
+}
+
+template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float), class Op>
+void sources_half(uint16_t* out, const void* const* srcs, int nsrc, size_t count) {
+  float acc[kBlock];
+  for (size_t begin = 0; begin < count; begin += kBlock) {
+    size_t n = std::min(kBlock, count - begin);
+    const uint16_t* first = static_cast<const uint16_t*>(srcs[0]) + begin;
+    for (size_t i = 0; i < n; ++i) acc[i] = Widen(first[i]);
+    for (int s = 1; s < nsrc; ++s) {
+      const uint16_t* src = static_cast<const uint16_t*>(srcs[s]) + begin;
+      for (size_t i = 0; i < n; ++i) acc[i] = Op::apply(acc[i], Widen(src[i]));
+    }
+    for (size_t i = 0; i < n; ++i) out[begin + i] = Narrow(acc[i]);
+  }
+}
+
+template <class Op>
+void dispatch_sources(matex_dtype_t dtype, void* out, const void* const* srcs, int nsrc, size_t count) {
+  switch (dtype) {
+    case MATEX_INT8: return sources_native<Op>(static_cast<int8_t*>(out), srcs, nsrc, count);
+    case MATEX_UINT8: return sources_native<Op>(static_cast<uint8_t*>(out), srcs, nsrc, count);
+    case MATEX_INT32: return sources_native<Op>(static_cast<int32_t*>(out), srcs, nsrc, count);
+    case MATEX_INT64: return sources_native<Op>(static_cast<int64_t*>(out), srcs, nsrc, count);
+    case MATEX_FLOAT32: return sources_native<Op>(static_cast<float*>(out), srcs, nsrc, count);
+    case MATEX_FLOAT64: return sources_native<Op>(static_cast<double*>(out), srcs, nsrc, count);
+    case MATEX_FLOAT16:
+      return sources_half<half_to_float, float_to_half, Op>(static_cast<uint16_t*>(out), srcs, nsrc, count);
+    case MATEX_BFLOAT16:
+      return sources_half<bf16_to_float, float_to_bf16, Op>(static_cast<uint16_t*>(out), srcs, nsrc, count);
+    default:
+      MATEX_RAISE(MATEX_ERR_INTERNAL, "reduction kernel called with an unknown dtype");
+  }
+}
+
+template <class T>
+void divide_native(T* data, size_t count, int divisor) {
+  const T d = static_cast<T>(divisor);
+  for (size_t i = 0; i < count; ++i) data[i] = data[i] / d;
+}
+
+template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
+void divide_half(uint16_t* data, size_t count, int divisor) {
+  const float d = static_cast<float>(divisor);
+  for (size_t i = 0; i < count; ++i) data[i] = Narrow(Widen(data[i]) / d);
+}
+
+}  // namespace
+
+void reduce_sources(matex_dtype_t dtype, matex_op_t op, void* out, const void* const* srcs, int nsrc,
+                    size_t count) {
+  if (count == 0) return;
+  switch (op) {
+    case MATEX_SUM: case MATEX_AVG: return dispatch_sources<Sum>(dtype, out, srcs, nsrc, count);
+    case MATEX_PROD: return dispatch_sources<Prod>(dtype, out, srcs, nsrc, count);
+    case MATEX_MIN: return dispatch_sources<Min>(dtype, out, srcs, nsrc, count);
+    case MATEX_MAX: return dispatch_sources<Max>(dtype, out, srcs, nsrc, count);
+    default: MATEX_RAISE(MATEX_ERR_INTERNAL, "reduction kernel called with an unknown op");
+  }
+}
+
+void divide_elements(matex_dtype_t dtype, void* data, size_t count, int divisor) {
+  switch (dtype) {
+    case MATEX_FLOAT32: return divide_native(static_cast<float*>(data), count, divisor);
+    case MATEX_FLOAT64: return divide_native(static_cast<double*>(data), count, divisor);
+    case MATEX_FLOAT16: return divide_half<half_to_float, float_to_half>(static_cast<uint16_t*>(data), count, divisor);
+    case MATEX_BFLOAT16: return divide_half<bf16_to_float, float_to_bf16>(static_cast<uint16_t*>(data), count, divisor);
+    default: MATEX_RAISE(MATEX_ERR_INTERNAL, "divide_elements needs a floating dtype");
+  }
+}
+
+}  // namespace MATEX_KERNEL_ISA
+}  // namespace matexcomm
