@@ -50,8 +50,9 @@ std::vector<std::string> preamble_lines(const Options& options, const Layout& la
                   ", algorithm " + options.algorithm);
   lines.push_back("# MPI library: " + mpi_library_version());
   lines.push_back("# command: " + options.command_line);
-  lines.push_back("# layout: " + std::to_string(layout.world_size) + " ranks on " + std::to_string(layout.node_count()) +
-                  " nodes (" + layout.sizes() + ")");
+  lines.push_back("# layout: " + std::to_string(layout.world_size) + (layout.world_size == 1 ? " rank" : " ranks") +
+                  " on " + std::to_string(layout.node_count()) + (layout.node_count() == 1 ? " node" : " nodes") +
+                  " (local sizes " + layout.sizes() + ")");
   for (int node = 0; node < layout.node_count(); ++node) {
     std::string ranks;
     for (int rank : layout.ranks_by_node[node]) ranks += " " + std::to_string(rank);

@@ -3,7 +3,8 @@
 //
 //   mpirun -np 4 matex-bench -b 8 -e 256M -f 2 -d float32 -o sum --compare mpi -J out.json
 //
-// Exit status: 0 all values right, 1 some value wrong, 2 bad flag, 3 a call failed.
+// Exit status: 0 all values right, 1 some value wrong, 2 bad flag (or -J file not
+// writable), 3 a call failed.
 #include <mpi.h>
 
 #include <climits>
@@ -132,7 +133,10 @@ int run_benchmark(const Options& options, int rank) {
     print(table.footer());
     if (!options.json_path.empty()) {
       std::string json_error = write_json_report(options.json_path, RunContext{&options, &layout, memcpy_gbps}, rows);
-      if (!json_error.empty()) std::fprintf(stderr, "matex-bench: %s\n", json_error.c_str());
+      if (!json_error.empty()) {
+        std::fprintf(stderr, "matex-bench: %s\n", json_error.c_str());
+        return 2;  // rank 0 only: mpirun still reports the failure
+      }
     }
   }
   return table.failed() ? 1 : 0;
