@@ -46,8 +46,10 @@ int select_allreduce(const CollectiveContext& ctx, const std::string& choice, si
   }
   // Every node has one rank: the hierarchy is the flat algorithm with extra steps.
   if (ctx.layout->node_count == ctx.layout->world_size) return flat;
-  if (bytes <= rab_max_bytes) return find_allreduce("rab");
-  return find_allreduce(ctx.single_copy_ok ? "rs_ar_ag_cma" : "rs_ar_ag");
+  // rs_ar_ag_cma is not chosen automatically: on the machines measured so far
+  // the kernel's copy is slower than two user-space copies through L2 (see
+  // docs/benchmarks.md). It stays available by name.
+  return find_allreduce(bytes <= rab_max_bytes ? "rab" : "rs_ar_ag");
 }
 
 std::string select_broadcast(const CollectiveContext& ctx, const std::string& choice) {

@@ -8,10 +8,12 @@
 //   1. every local rank copies into its shm slot the shards that OTHER ranks
 //      own (all of them on a non-owner); its own shard stays in its buffer;
 //   2. owner l reduces shard l from its own send buffer and the q-1 slots
-//      straight into its recv buffer, MPI_Allreduces it across rail l (the N
-//      ranks with local rank l), divides by p for avg, and copies it into the
-//      shared result;
+//      into the shared result, MPI_Allreduces it across rail l (the N ranks
+//      with local rank l), divides by p for avg, and copies it to its recv
+//      buffer;
 //   3. every local rank copies the shards it does not own out of the result.
+//   Large messages (MATEX_STREAMING_MIN_BYTES) reach the recv buffer through
+//   streaming stores, which skip reading lines that are about to be replaced.
 //   Rounds alternate between two buffer sets, so round t+1's copy-in overlaps
 //   round t's copy-out, and c is small enough for a round to live in L2.
 // Bytes per rank: the user's n bytes are read once and written once (like a
@@ -31,6 +33,7 @@
 #include "algorithms/algorithms.h"
 #include "core/dtype.h"
 #include "core/reduce_kernels.h"
+#include "core/stream_copy.h"
 
 namespace matexcomm {
 
@@ -66,14 +69,19 @@ struct Round {
     for (int l = 0; l < shm.local_size(); ++l) {
       if (l != me) sources.push_back(shm.slot(round, l) + range.begin * element);
     }
-    char* target = recv_at(range.begin);
-    reduce_sources(args.dtype, args.op, target, sources.data(), static_cast<int>(sources.size()), range.size());
+    char* shared = shm.result(round) + range.begin * element;
+    reduce_sources(args.dtype, args.op, shared, sources.data(), static_cast<int>(sources.size()), range.size());
     if (ctx.layout->node_count > 1) {
       ShmNodeChannel::MpiSection in_mpi(shm);
-      ctx.reductions->allreduce_in_place(ctx.rail, target, range.size(), args.dtype, args.op);
+      ctx.reductions->allreduce_in_place(ctx.rail, shared, range.size(), args.dtype, args.op);
     }
-    if (args.op == MATEX_AVG) divide_elements(args.dtype, target, range.size(), ctx.layout->world_size);
-    std::memcpy(shm.result(round) + range.begin * element, target, range.size() * element);
+    if (args.op == MATEX_AVG) divide_elements(args.dtype, shared, range.size(), ctx.layout->world_size);
+    copy_to_user(recv_at(range.begin), shared, range.size() * element);
+  }
+
+  void copy_to_user(void* dst, const void* src, size_t bytes) const {
+    if (args.streaming) stream_copy(dst, src, bytes);
+    else std::memcpy(dst, src, bytes);
   }
 
   // Step 3: the shards I do not own, out of the shared result.
@@ -81,7 +89,7 @@ struct Round {
     for (int owner = 0; owner < owners; ++owner) {
       if (owner == me) continue;
       ElementRange range = shard(owner);
-      std::memcpy(recv_at(range.begin), shm.result(round) + range.begin * element, range.size() * element);
+      copy_to_user(recv_at(range.begin), shm.result(round) + range.begin * element, range.size() * element);
     }
   }
 };

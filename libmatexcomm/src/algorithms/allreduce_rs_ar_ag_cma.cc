@@ -8,9 +8,10 @@
 //      the call descriptors (mismatches fail as in every shm algorithm);
 //   1. local rank l < m owns shard l (n/m bytes). Per block of its shard it
 //      reads the block of every neighbour's send buffer into an L2-resident
-//      scratch buffer, reduces them with its own send block straight into its
-//      own recv buffer, MPI_Allreduces that block across rail l, divides for
-//      avg, and writes the finished block into every neighbour's recv buffer;
+//      scratch buffer, reduces them with its own send block into scratch,
+//      MPI_Allreduces that block across rail l, divides for avg, and writes
+//      the finished block into its own recv buffer (streaming stores for
+//      large messages) and into every neighbour's;
 //   2. a final flag round: nobody returns (and lets its buffers go) before
 //      every owner is done with them.
 // Bytes per owner and node: reads n/m of every local send buffer, writes
@@ -24,11 +25,13 @@
 //   In place is safe: a block of my buffer is read by its owner only, and
 //   written by that owner after it has read that block of every rank.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "algorithms/algorithms.h"
 #include "core/dtype.h"
 #include "core/reduce_kernels.h"
+#include "core/stream_copy.h"
 #include "transport/cma_copy.h"
 
 namespace matexcomm {
@@ -52,17 +55,22 @@ void reduce_block(const CollectiveContext& ctx, ShmNodeChannel& shm, const Allre
     cma_read(theirs.pid, theirs.send + offset, copy, bytes);
     sources.push_back(copy);
   }
-  char* target = static_cast<char*>(args.recv) + offset;
-  reduce_sources(args.dtype, args.op, target, sources.data(), q, count);
+  // The block is finished in cache (scratch) and only then written out, to my
+  // recv buffer and to every neighbour's.
+  char* finished = scratch + scratch_stride * (q - 1);
+  reduce_sources(args.dtype, args.op, finished, sources.data(), q, count);
   if (ctx.layout->node_count > 1) {
     ShmNodeChannel::MpiSection in_mpi(shm);
-    ctx.reductions->allreduce_in_place(ctx.rail, target, count, args.dtype, args.op);
+    ctx.reductions->allreduce_in_place(ctx.rail, finished, count, args.dtype, args.op);
   }
-  if (args.op == MATEX_AVG) divide_elements(args.dtype, target, count, ctx.layout->world_size);
+  if (args.op == MATEX_AVG) divide_elements(args.dtype, finished, count, ctx.layout->world_size);
+  char* target = static_cast<char*>(args.recv) + offset;
+  if (args.streaming) stream_copy(target, finished, bytes);
+  else std::memcpy(target, finished, bytes);
   for (int peer = 0; peer < q; ++peer) {
     if (peer == me) continue;
     ShmNodeChannel::PeerBuffers theirs = shm.peer_buffers(peer);
-    cma_write(theirs.pid, theirs.recv + offset, target, bytes);
+    cma_write(theirs.pid, theirs.recv + offset, finished, bytes);
   }
 }
 
@@ -85,7 +93,7 @@ void allreduce_rs_ar_ag_cma(const CollectiveContext& ctx, const AllreduceArgs& a
   const uint64_t round = shm.expose_buffers(descriptor, args.send, args.recv);
   if (layout.local_rank < owners && args.count > 0) {
     const size_t stride = block * element;
-    char* scratch = scratch_memory(ctx, stride * (shm.local_size() - 1));
+    char* scratch = scratch_memory(ctx, stride * shm.local_size());  // q-1 copies + the finished block
     const ElementRange shard = split_range(args.count, owners, layout.local_rank);
     for (size_t first = shard.begin; first < shard.end; first += block) {
       reduce_block(ctx, shm, args, first, std::min(block, shard.end - first), scratch, stride);

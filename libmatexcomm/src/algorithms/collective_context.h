@@ -45,6 +45,7 @@ struct AllreduceArgs {
   matex_op_t op = MATEX_SUM;
   int algorithm_id = 0;  // carried in the shm call descriptor to catch mismatches
   uint64_t sequence = 0;  // the communicator's collective call number, likewise
+  bool streaming = false;  // write the output with streaming stores (a large message)
 };
 
 // Elements [begin, end) of part `index` when `count` elements are cut into `parts` near-equal parts.

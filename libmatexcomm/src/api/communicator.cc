@@ -57,6 +57,7 @@ Communicator::Communicator(MPI_Comm parent) {
   groups_ = topo::split_groups(world_.get(), layout_);
   reductions_ = std::make_unique<MpiReductions>();
   rab_max_bytes_ = config_.get_bytes("MATEX_RAB_MAX_BYTES");
+  streaming_min_bytes_ = config_.get_bytes("MATEX_STREAMING_MIN_BYTES");
   for (std::string& choice : choice_) choice = "auto";
   choice_[collective_index(MATEX_COLL_ALLREDUCE)] = config_.get_string("MATEX_ALLREDUCE_ALGO");
 
@@ -66,11 +67,26 @@ Communicator::Communicator(MPI_Comm parent) {
   context_.rail = groups_.rail.get();
   context_.leaders = groups_.leaders.get();
   context_.reductions = reductions_.get();
-  context_.chunk_bytes = (std::max<size_t>(config_.get_bytes("MATEX_SHM_CHUNK_BYTES"), 64) + 63) / 64 * 64;
+  context_.chunk_bytes = choose_chunk_bytes();
   setup_shared_memory();
 }
 
 Communicator::~Communicator() = default;
+
+bool Communicator::node_has_dedicated_cores() const {
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 0 && layout_.local_size <= cores;
+}
+
+size_t Communicator::choose_chunk_bytes() {
+  // Rails exchange chunk-sized pieces, so every rank must use the same size.
+  int oversubscribed = node_has_dedicated_cores() ? 0 : 1;
+  int anywhere = 0;
+  check_mpi(MPI_Allreduce(&oversubscribed, &anywhere, 1, MPI_INT, MPI_MAX, world_.get()),
+            "MPI_Allreduce of core counts");
+  size_t bytes = config_.get_bytes(anywhere ? "MATEX_SHM_CHUNK_BYTES_OVERSUBSCRIBED" : "MATEX_SHM_CHUNK_BYTES");
+  return (std::max<size_t>(bytes, 64) + 63) / 64 * 64;
+}
 
 void Communicator::setup_shared_memory() {
   int ok = 1;
@@ -84,11 +100,10 @@ void Communicator::setup_shared_memory() {
         if (layout_.node_of_rank[r] == layout_.node_index) world_ranks.push_back(r);
       }
       // Ranks that outnumber the cores must hand theirs over quickly when they wait.
-      const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-      const bool dedicated = cores > 0 && layout_.local_size <= cores;
       ShmWaitPolicy policy{config_.get_seconds("MATEX_TIMEOUT_SECONDS"),
                            config_.get_seconds("MATEX_STALL_WARNING_SECONDS"),
-                           dedicated ? BackoffPace::for_dedicated_cores() : BackoffPace::for_shared_cores()};
+                           node_has_dedicated_cores() ? BackoffPace::for_dedicated_cores()
+                                                      : BackoffPace::for_shared_cores()};
       shm_ = std::make_unique<ShmNodeChannel>(context_.node, world_ranks, context_.chunk_bytes, policy);
     } catch (const Error& error) {
       ok = 0;
@@ -234,7 +249,9 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   run_collective([&] {
     // Even with count 0 the hierarchical algorithms meet their local peers, so
     // a rank whose count differs is told rather than silently skipped.
-    AllreduceArgs args{send, recv, count, dtype, op, chosen, sequence_};
+    // In place, the output lines were just read and are in cache: no read-for-ownership to save.
+    const bool streaming = send != recv && bytes >= streaming_min_bytes_;
+    AllreduceArgs args{send, recv, count, dtype, op, chosen, sequence_, streaming};
     algorithm.run(context_, args);
   });
 }

@@ -41,6 +41,10 @@ class Communicator {
 
  private:
   void setup_shared_memory();
+  bool node_has_dedicated_cores() const;
+  // The shm pipeline step: MATEX_SHM_CHUNK_BYTES, or the _OVERSUBSCRIBED one
+  // when any node has more ranks than cores (collective, same on every rank).
+  size_t choose_chunk_bytes();
   // True when this rank can read every local neighbour's memory (collective over the node).
   bool probe_single_copy();
   static int collective_index(matex_collective_t coll);
@@ -59,6 +63,7 @@ class Communicator {
   CollectiveContext context_;
   std::vector<char> scratch_;
   size_t rab_max_bytes_ = 0;
+  size_t streaming_min_bytes_ = 0;
   std::string choice_[4];
   std::string last_[4];
   uint64_t sequence_ = 0;

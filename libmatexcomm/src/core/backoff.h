@@ -18,7 +18,7 @@ struct BackoffPace {
   unsigned yield_rounds = 256;
   bool sleep_after_yields = true;
   static BackoffPace for_dedicated_cores() { return {256, ~0u, false}; }
-  static BackoffPace for_shared_cores() { return {16, 256, true}; }
+  static BackoffPace for_shared_cores() { return {4, 1024, true}; }
 };
 
 class Backoff {

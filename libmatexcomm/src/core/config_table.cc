@@ -29,10 +29,17 @@ const std::vector<ConfigEntry>& config_table() {
        "After this long waiting for a peer on the same node, warn once on stderr, naming it."},
       {"MATEX_ALLREDUCE_ALGO", ConfigType::kChoice, "auto", "auto|flat|rs_ar_ag|rab", kUnbounded, kUnbounded,
        kSameOnAllRanks, "Allreduce algorithm: auto selects by message size."},
-      {"MATEX_RAB_MAX_BYTES", ConfigType::kBytes, "64K", "", 0, kGiB, kSameOnAllRanks,
+      {"MATEX_RAB_MAX_BYTES", ConfigType::kBytes, "1K", "", 0, kGiB, kSameOnAllRanks,
        "auto uses the reduce-allreduce-broadcast algorithm up to this message size and rs_ar_ag above it."},
-      {"MATEX_SHM_CHUNK_BYTES", ConfigType::kBytes, "256K", "", 64, kGiB / 4, kSameOnAllRanks,
-       "Bytes per rank per pipeline step of the shared-memory transport (rounded up to 64 B)."},
+      {"MATEX_SHM_CHUNK_BYTES", ConfigType::kBytes, "128K", "", 64, kGiB / 4, kSameOnAllRanks,
+       "Bytes per pipeline step of the shared-memory transport (rounded up to 64 B); small enough that a "
+       "step stays in L2."},
+      {"MATEX_SHM_CHUNK_BYTES_OVERSUBSCRIBED", ConfigType::kBytes, "2M", "", 64, kGiB / 4, kSameOnAllRanks,
+       "The pipeline step used instead when some node has more ranks than cores: every step then costs "
+       "context switches, so fewer, larger steps win."},
+      {"MATEX_STREAMING_MIN_BYTES", ConfigType::kBytes, "32M", "", 0, 1e18, kPerRank,
+       "Out-of-place allreduces of at least this many bytes write their output with streaming "
+       "(non-temporal) stores, which skip reading lines that will not stay in cache anyway."},
       {"MATEX_SHM_DISABLE", ConfigType::kBool, "0", "", kUnbounded, kUnbounded, kSameOnAllRanks,
        "1: never use shared memory; every algorithm falls back to flat MPI."},
       {"MATEX_CMA_DISABLE", ConfigType::kBool, "0", "", kUnbounded, kUnbounded, kSameOnAllRanks,
