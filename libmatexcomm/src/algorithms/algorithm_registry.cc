@@ -9,6 +9,7 @@ const std::vector<AllreduceAlgorithm>& allreduce_registry() {
       {"rs_ar_ag", allreduce_rs_ar_ag, true, false},
       {"rab", allreduce_rab, true, false},
       {"rs_ar_ag_cma", allreduce_rs_ar_ag_cma, true, true},
+      {"oneshot", allreduce_oneshot, true, false},
   };
   return kRegistry;
 }
@@ -35,7 +36,8 @@ std::vector<std::string> algorithm_names(matex_collective_t coll) {
   return {};
 }
 
-int select_allreduce(const CollectiveContext& ctx, const std::string& choice, size_t bytes, size_t rab_max_bytes) {
+int select_allreduce(const CollectiveContext& ctx, const std::string& choice, size_t bytes,
+                     const AllreduceThresholds& sizes) {
   const int flat = find_allreduce("flat");
   if (!ctx.hierarchical_ok || ctx.layout->world_size == 1) return flat;
   if (choice != "auto") {
@@ -46,10 +48,14 @@ int select_allreduce(const CollectiveContext& ctx, const std::string& choice, si
   }
   // Every node has one rank: the hierarchy is the flat algorithm with extra steps.
   if (ctx.layout->node_count == ctx.layout->world_size) return flat;
-  // rs_ar_ag_cma is not chosen automatically: on the machines measured so far
-  // the kernel's copy is slower than two user-space copies through L2 (see
-  // docs/benchmarks.md). It stays available by name.
-  return find_allreduce(bytes <= rab_max_bytes ? "rab" : "rs_ar_ag");
+  if (bytes <= sizes.rab_max) return find_allreduce(ctx.layout->node_count == 1 ? "oneshot" : "rab");
+  // Single copies win while the data still sits in the caches; beyond that the
+  // kernel's copy loses to two user-space copies through L2 with streaming
+  // stores (docs/benchmarks.md).
+  if (ctx.single_copy_ok && bytes >= sizes.single_copy_min && bytes < sizes.single_copy_max) {
+    return find_allreduce("rs_ar_ag_cma");
+  }
+  return find_allreduce("rs_ar_ag");
 }
 
 std::string select_broadcast(const CollectiveContext& ctx, const std::string& choice) {

@@ -18,6 +18,7 @@ void allreduce_flat(const CollectiveContext& ctx, const AllreduceArgs& args);
 void allreduce_rs_ar_ag(const CollectiveContext& ctx, const AllreduceArgs& args);
 void allreduce_rab(const CollectiveContext& ctx, const AllreduceArgs& args);
 void allreduce_rs_ar_ag_cma(const CollectiveContext& ctx, const AllreduceArgs& args);
+void allreduce_oneshot(const CollectiveContext& ctx, const AllreduceArgs& args);
 
 // ---- broadcast ----
 void broadcast_flat(const CollectiveContext& ctx, void* buffer, size_t count, matex_dtype_t dtype, int root);
@@ -52,8 +53,15 @@ int find_allreduce(const std::string& name);
 std::vector<std::string> algorithm_names(matex_collective_t coll);
 
 // Picks the allreduce algorithm: `choice` is "auto" or a registry name.
-// Hierarchical choices fall back to flat when ctx.hierarchical_ok is false.
-int select_allreduce(const CollectiveContext& ctx, const std::string& choice, size_t bytes, size_t rab_max_bytes);
+// Hierarchical choices fall back to flat when ctx.hierarchical_ok is false,
+// single-copy ones to rs_ar_ag when ctx.single_copy_ok is false.
+struct AllreduceThresholds {
+  size_t rab_max = 0;          // MATEX_RAB_MAX_BYTES
+  size_t single_copy_min = 0;  // MATEX_CMA_MIN_BYTES
+  size_t single_copy_max = 0;  // MATEX_CMA_MAX_BYTES
+};
+int select_allreduce(const CollectiveContext& ctx, const std::string& choice, size_t bytes,
+                     const AllreduceThresholds& sizes);
 
 // Broadcast: "flat" or "hier"; auto = hier when there is more than one node.
 std::string select_broadcast(const CollectiveContext& ctx, const std::string& choice);

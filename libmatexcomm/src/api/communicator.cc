@@ -56,7 +56,9 @@ Communicator::Communicator(MPI_Comm parent) {
   layout_ = topo::discover_layout(world_.get(), config_.get_string("MATEX_VIRTUAL_NODES"), host_id);
   groups_ = topo::split_groups(world_.get(), layout_);
   reductions_ = std::make_unique<MpiReductions>();
-  rab_max_bytes_ = config_.get_bytes("MATEX_RAB_MAX_BYTES");
+  thresholds_.rab_max = config_.get_bytes("MATEX_RAB_MAX_BYTES");
+  thresholds_.single_copy_min = config_.get_bytes("MATEX_CMA_MIN_BYTES");
+  thresholds_.single_copy_max = config_.get_bytes("MATEX_CMA_MAX_BYTES");
   streaming_min_bytes_ = config_.get_bytes("MATEX_STREAMING_MIN_BYTES");
   for (std::string& choice : choice_) choice = "auto";
   choice_[collective_index(MATEX_COLL_ALLREDUCE)] = config_.get_string("MATEX_ALLREDUCE_ALGO");
@@ -243,7 +245,7 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   require_buffer(send, count, "sendbuf");
   require_buffer(recv, count, "recvbuf");
   size_t bytes = checked_bytes(count, dtype, "count");
-  int chosen = select_allreduce(context_, choice_[MATEX_COLL_ALLREDUCE], bytes, rab_max_bytes_);
+  int chosen = select_allreduce(context_, choice_[MATEX_COLL_ALLREDUCE], bytes, thresholds_);
   const AllreduceAlgorithm& algorithm = allreduce_registry()[chosen];
   last_[MATEX_COLL_ALLREDUCE] = algorithm.name;
   run_collective([&] {

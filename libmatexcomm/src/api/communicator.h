@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/collective_context.h"
+#include "algorithms/algorithms.h"
 #include "core/config.h"
 #include "core/mpi_handles.h"
 #include "matex/topology/layout.h"
@@ -62,7 +62,7 @@ class Communicator {
   std::unique_ptr<ShmNodeChannel> shm_;
   CollectiveContext context_;
   std::vector<char> scratch_;
-  size_t rab_max_bytes_ = 0;
+  AllreduceThresholds thresholds_;
   size_t streaming_min_bytes_ = 0;
   std::string choice_[4];
   std::string last_[4];

@@ -27,10 +27,18 @@ const std::vector<ConfigEntry>& config_table() {
        "the job (MPI_Abort), since other nodes would wait forever."},
       {"MATEX_STALL_WARNING_SECONDS", ConfigType::kSeconds, "60", "", 0.001, 1e6, kPerRank,
        "After this long waiting for a peer on the same node, warn once on stderr, naming it."},
-      {"MATEX_ALLREDUCE_ALGO", ConfigType::kChoice, "auto", "auto|flat|rs_ar_ag|rab", kUnbounded, kUnbounded,
+      {"MATEX_ALLREDUCE_ALGO", ConfigType::kChoice, "auto", "auto|flat|rs_ar_ag|rs_ar_ag_cma|rab|oneshot",
+       kUnbounded, kUnbounded,
        kSameOnAllRanks, "Allreduce algorithm: auto selects by message size."},
       {"MATEX_RAB_MAX_BYTES", ConfigType::kBytes, "1K", "", 0, kGiB, kSameOnAllRanks,
-       "auto uses the reduce-allreduce-broadcast algorithm up to this message size and rs_ar_ag above it."},
+       "Up to this message size auto uses oneshot on one node and rab (reduce, allreduce among leaders, "
+       "broadcast) on several."},
+      {"MATEX_CMA_MIN_BYTES", ConfigType::kBytes, "64K", "", 0, 1e18, kSameOnAllRanks,
+       "From this size auto uses rs_ar_ag_cma (single copies) where cross-memory attach works; below it "
+       "the system calls cost more than the copies they save."},
+      {"MATEX_CMA_MAX_BYTES", ConfigType::kBytes, "32M", "", 0, 1e18, kSameOnAllRanks,
+       "From this size on auto goes back to rs_ar_ag, whose streaming stores win once the data no "
+       "longer fits in the caches."},
       {"MATEX_SHM_CHUNK_BYTES", ConfigType::kBytes, "128K", "", 64, kGiB / 4, kSameOnAllRanks,
        "Bytes per pipeline step of the shared-memory transport (rounded up to 64 B); small enough that a "
        "step stays in L2."},

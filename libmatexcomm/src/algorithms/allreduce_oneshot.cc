@@ -1,0 +1,50 @@
+// allreduce_oneshot.cc - allreduce of small messages on a single node: every
+// rank publishes its data and reduces everybody's itself.
+//
+// Steps: 1. copy my n bytes into my shm slot and post the round (one flag);
+//        2. wait for every local rank's post, then reduce all q slots into my
+//           recv buffer (and divide for avg); mark the round consumed.
+// Bytes per rank: n in, q n read, n out. There is no second phase: a rank
+//   that has seen every post of round t knows its neighbours finished reading
+//   round t-2, so the buffer set is free again without another wait.
+// Cost: one flag wait per call (alpha_shm) + q n / B_L1. Beats rab (two
+//   waits) while q n is small; chosen up to MATEX_RAB_MAX_BYTES.
+// Preconditions: one node (node_count == 1); with several nodes rab is used.
+#include <algorithm>
+#include <vector>
+
+#include "algorithms/algorithms.h"
+#include "core/dtype.h"
+#include "core/reduce_kernels.h"
+
+namespace matexcomm {
+
+void allreduce_oneshot(const CollectiveContext& ctx, const AllreduceArgs& args) {
+  if (ctx.shm == nullptr || ctx.layout->node_count > 1) {
+    allreduce_rab(ctx, args);  // not applicable: a rank alone, or several nodes
+    return;
+  }
+  ShmNodeChannel& shm = *ctx.shm;
+  const size_t element = dtype_size(args.dtype);
+  const size_t chunk = ctx.chunk_bytes / element;
+  const CallDescriptor descriptor{args.sequence, args.count, args.dtype, args.op, args.algorithm_id,
+                                  MATEX_COLL_ALLREDUCE};
+  if (args.count == 0) shm.exchange_descriptor(descriptor);
+  const int q = shm.local_size();
+  const void* sources[64];
+  std::vector<const void*> many;
+  const void** list = q <= 64 ? sources : (many.resize(q), many.data());
+  for (size_t done = 0; done < args.count; done += chunk) {
+    const size_t n = std::min(chunk, args.count - done);
+    const uint64_t round = shm.stage_input(static_cast<const char*>(args.send) + done * element, n * element,
+                                           descriptor);
+    for (int l = 0; l < q; ++l) list[l] = shm.slot(round, l);
+    char* out = static_cast<char*>(args.recv) + done * element;
+    reduce_sources(args.dtype, args.op, out, list, q, n);
+    if (args.op == MATEX_AVG) divide_elements(args.dtype, out, n, ctx.layout->world_size);
+    shm.mark_ready(round);
+    shm.mark_consumed(round);
+  }
+}
+
+}  // namespace matexcomm
