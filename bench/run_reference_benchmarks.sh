@@ -19,3 +19,5 @@ for run in 1 2 3; do
 done
 python3 bench/plot_busbw.py -o "$OUT/busbw_np2.png" "$OUT"/np2_run*.json
 python3 bench/plot_busbw.py -o "$OUT/busbw_np4_2_2.png" "$OUT"/np4_2_2_run*.json
+python3 bench/summarize_runs.py "$OUT"/np2_run*.json > "$OUT/np2_summary.md"
+python3 bench/summarize_runs.py "$OUT"/np4_2_2_run*.json > "$OUT/np4_2_2_summary.md"
