@@ -28,7 +28,8 @@ const char* placement_label(int p) {
 
 constexpr size_t kHugeCount = 4194307;
 constexpr size_t kCounts[] = {0, 1, 7, 1023, 65537, kHugeCount};
-const char* const kAlgorithms[] = {"flat", "rs_ar_ag", "rab"};
+const char* const kAlgorithms[] = {"flat", "rs_ar_ag", "rab", "oneshot", "rs_ar_ag_cma"};
+constexpr int kAlgorithmCount = sizeof(kAlgorithms) / sizeof(kAlgorithms[0]);
 
 struct Case {
   const char* algorithm;
@@ -126,7 +127,8 @@ std::string matrix_name(const testing::TestParamInfo<std::tuple<int, matex_dtype
 }
 
 INSTANTIATE_TEST_SUITE_P(AllAlgorithms, AllreduceMatrix,
-                         testing::Combine(testing::Range(0, 3), testing::ValuesIn(kAllDtypes)), matrix_name);
+                         testing::Combine(testing::Range(0, kAlgorithmCount), testing::ValuesIn(kAllDtypes)),
+                         matrix_name);
 
 // "auto" picks some algorithm; whichever it is, the result must be right.
 TEST(Allreduce, AutoSelectionIsCorrect) {
