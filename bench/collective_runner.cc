@@ -75,7 +75,7 @@ Measurement CollectiveRunner::run(const CaseSpec& spec, const ReferencePatterns&
 // Writes the inputs of call `seq`; poisons every output element that the call
 // must overwrite when `poison` (the checked call) or when it is not an input.
 void CollectiveRunner::prepare(const CaseSpec& spec, const ReferencePatterns& patterns, uint64_t seq, bool poison) {
-  const size_t es = element_size(spec.dtype);
+  const size_t es = matex_dtype_size(spec.dtype);
   const size_t n = spec.count;
   const size_t p = static_cast<size_t>(world_size_);
   switch (spec.coll) {
@@ -127,7 +127,7 @@ double CollectiveRunner::timed_call(const CaseSpec& spec, bool ours) {
 }
 
 uint64_t CollectiveRunner::count_wrong(const CaseSpec& spec, const ReferencePatterns& patterns, uint64_t seq) const {
-  const size_t es = element_size(spec.dtype);
+  const size_t es = matex_dtype_size(spec.dtype);
   const size_t n = spec.count;
   switch (spec.coll) {
     case MATEX_COLL_ALLREDUCE: return patterns.count_wrong_reduced(seq, 0, n, recv_.data());

@@ -23,26 +23,6 @@ T load_as(const void* data, size_t index) {
 
 }  // namespace
 
-size_t element_size(matex_dtype_t dtype) {
-  switch (dtype) {
-    case MATEX_INT8: case MATEX_UINT8: return 1;
-    case MATEX_FLOAT16: case MATEX_BFLOAT16: return 2;
-    case MATEX_INT32: case MATEX_FLOAT32: return 4;
-    case MATEX_INT64: case MATEX_FLOAT64: return 8;
-    default: return 0;
-  }
-}
-
-const char* dtype_label(matex_dtype_t dtype) {
-  static const char* const names[] = {"int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"};
-  return dtype >= 0 && dtype < MATEX_DTYPE_COUNT ? names[dtype] : "unknown";
-}
-
-const char* op_label(matex_op_t op) {
-  static const char* const names[] = {"sum", "prod", "min", "max", "avg"};
-  return op >= 0 && op < MATEX_OP_COUNT ? names[op] : "unknown";
-}
-
 bool dtype_is_float(matex_dtype_t dtype) {
   return dtype == MATEX_FLOAT16 || dtype == MATEX_BFLOAT16 || dtype == MATEX_FLOAT32 || dtype == MATEX_FLOAT64;
 }

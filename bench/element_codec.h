@@ -1,6 +1,5 @@
 // element_codec.h - one element of any matex dtype read as / written from a
-// double, plus the dtype facts the bench needs (size, name, floating,
-// signed). Reference values are small integers or halves, exact in every
+// double, plus two dtype facts the bench needs (floating, signed). Reference values are small integers or halves, exact in every
 // dtype, so a double carries them without loss.
 #pragma once
 
@@ -10,9 +9,8 @@
 
 namespace matexbench {
 
-size_t element_size(matex_dtype_t dtype);
-const char* dtype_label(matex_dtype_t dtype);  // "float32"
-const char* op_label(matex_op_t op);           // "sum"
+// Sizes and names come from the library's C API (matex_dtype_size,
+// matex_dtype_name, matex_op_name).
 bool dtype_is_float(matex_dtype_t dtype);
 bool dtype_is_signed(matex_dtype_t dtype);
 

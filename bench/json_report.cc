@@ -42,7 +42,7 @@ void write_record(std::ostream& out, const ResultRow& row, int placement, const 
   const Measurement& m = row.result[placement];
   const double algbw = algbw_gbps(row.bytes, m.time_us);
   const double factor = bus_factor(options.coll, context.layout->world_size);
-  out << "    {\"size\": " << row.bytes << ", \"count\": " << row.count << ", \"type\": " << quoted(dtype_label(row.dtype))
+  out << "    {\"size\": " << row.bytes << ", \"count\": " << row.count << ", \"type\": " << quoted(matex_dtype_name(row.dtype))
       << ", \"redop\": " << quoted(row.redop) << ", \"root\": " << row.root
       << ", \"inplace\": " << (placement ? "true" : "false") << ", \"time_us\": " << number(m.time_us)
       << ", \"algbw\": " << number(algbw) << ", \"busbw\": " << number(algbw * factor)

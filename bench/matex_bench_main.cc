@@ -63,8 +63,8 @@ std::string validate_for_world(const Options& options, int world_size) {
     return "-r " + std::to_string(options.root) + ": the root must be below the world size " + std::to_string(world_size);
   if (options.compare_mpi) {
     for (matex_dtype_t dtype : options.dtypes) {
-      if (call_count_for(options.coll, options.max_bytes, element_size(dtype), world_size) > size_t{INT_MAX})
-        return "-e " + std::to_string(options.max_bytes) + ": too many " + dtype_label(dtype) +
+      if (call_count_for(options.coll, options.max_bytes, matex_dtype_size(dtype), world_size) > size_t{INT_MAX})
+        return "-e " + std::to_string(options.max_bytes) + ": too many " + matex_dtype_name(dtype) +
                " elements for MPI's int counts (--compare mpi)";
     }
   }
@@ -107,14 +107,14 @@ int run_benchmark(const Options& options, int rank) {
       size_t previous_bytes = 0;
       for (size_t size : sizes) {
         CaseSpec spec{options.coll, dtype, op, options.root, 0, false};
-        spec.count = call_count_for(options.coll, size, element_size(dtype), world_size);
+        spec.count = call_count_for(options.coll, size, matex_dtype_size(dtype), world_size);
         ResultRow row;
         row.count = row_elements(options.coll, spec.count, world_size);
-        row.bytes = row.count * element_size(dtype);
+        row.bytes = row.count * matex_dtype_size(dtype);
         if (spec.count == 0 || row.bytes == previous_bytes) continue;  // too small, or same as the last row
         previous_bytes = row.bytes;
         row.dtype = dtype;
-        row.redop = reduces ? op_label(op) : "none";
+        row.redop = reduces ? matex_op_name(op) : "none";
         row.root = options.coll == MATEX_COLL_BROADCAST ? options.root : -1;
         // Broadcast has one buffer: it is an in-place call.
         for (bool in_place : {false, true}) {

@@ -18,7 +18,7 @@ namespace {
 
 void reduce_sources_benchmark(benchmark::State& state, matex_dtype_t dtype, matex_op_t op, int nsrc) {
   const size_t bytes = static_cast<size_t>(state.range(0));
-  const size_t count = bytes / element_size(dtype);
+  const size_t count = bytes / matex_dtype_size(dtype);
   std::vector<AlignedBuffer> sources;
   std::vector<const void*> pointers;
   for (int s = 0; s < nsrc; ++s) {
@@ -40,8 +40,8 @@ const bool registered = [] {
     for (int d = 0; d < MATEX_DTYPE_COUNT; ++d) {
       for (matex_op_t op : {MATEX_SUM, MATEX_MAX}) {
         const auto dtype = static_cast<matex_dtype_t>(d);
-        const std::string name = std::string("reduce_sources/") + std::to_string(nsrc) + "src/" + dtype_label(dtype) +
-                                 "/" + op_label(op);
+        const std::string name = std::string("reduce_sources/") + std::to_string(nsrc) + "src/" + matex_dtype_name(dtype) +
+                                 "/" + matex_op_name(op);
         benchmark::RegisterBenchmark(name.c_str(), reduce_sources_benchmark, dtype, op, nsrc)
             ->RangeMultiplier(4)
             ->Range(4 << 10, 64 << 20);

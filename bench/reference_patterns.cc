@@ -28,7 +28,7 @@ ReferencePatterns::ReferencePatterns(matex_dtype_t dtype, matex_op_t op, bool re
     : dtype_(dtype),
       op_(reduces ? op : MATEX_SUM),
       world_size_(world_size),
-      element_size_(element_size(dtype)) {
+      element_size_(matex_dtype_size(dtype)) {
   inputs_.assign(world_size, std::vector<unsigned char>(2 * kPeriod * element_size_));
   reduced_.assign(2 * kPeriod * element_size_, 0);
   for (size_t k = 0; k < kPeriod; ++k) {

@@ -70,7 +70,7 @@ std::vector<std::string> ResultTable::format(const ResultRow& row) {
   std::string line = " ";
   cell(&line, 10, std::to_string(row.bytes));
   cell(&line, 12, std::to_string(row.count));
-  cell(&line, 8, dtype_label(row.dtype));
+  cell(&line, 8, matex_dtype_name(row.dtype));
   cell(&line, 6, row.redop);
   cell(&line, 6, std::to_string(row.root));
   std::vector<std::string> notes;

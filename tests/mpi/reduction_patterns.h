@@ -89,31 +89,6 @@ inline int64_t plain_value(size_t i, int who, bool is_unsigned) {
   return is_unsigned ? base : base - 100;
 }
 
-inline const char* op_label(matex_op_t op) {
-  switch (op) {
-    case MATEX_SUM: return "sum";
-    case MATEX_PROD: return "prod";
-    case MATEX_MIN: return "min";
-    case MATEX_MAX: return "max";
-    case MATEX_AVG: return "avg";
-    default: return "unknown-op";
-  }
-}
-
-inline const char* dtype_label(matex_dtype_t dtype) {
-  switch (dtype) {
-    case MATEX_INT8: return "int8";
-    case MATEX_UINT8: return "uint8";
-    case MATEX_INT32: return "int32";
-    case MATEX_INT64: return "int64";
-    case MATEX_FLOAT16: return "float16";
-    case MATEX_BFLOAT16: return "bfloat16";
-    case MATEX_FLOAT32: return "float32";
-    case MATEX_FLOAT64: return "float64";
-    default: return "unknown-dtype";
-  }
-}
-
 constexpr matex_dtype_t kAllDtypes[] = {MATEX_INT8,     MATEX_UINT8,    MATEX_INT32,   MATEX_INT64,
                                         MATEX_FLOAT16,  MATEX_BFLOAT16, MATEX_FLOAT32, MATEX_FLOAT64};
 constexpr matex_op_t kAllOps[] = {MATEX_SUM, MATEX_PROD, MATEX_MIN, MATEX_MAX, MATEX_AVG};

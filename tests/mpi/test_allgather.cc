@@ -56,7 +56,7 @@ long long run_gather(matex_comm_t comm, const Shape& shape, int placement, bool 
   const int rank = world_rank();
   const int size = world_size();
   const auto describe = [&] {
-    return what + " dtype=" + dtype_label(Traits::kDtype) + " " + placement_label(placement) + " rank=" +
+    return what + " dtype=" + matex_dtype_name(Traits::kDtype) + " " + placement_label(placement) + " rank=" +
            std::to_string(rank);
   };
   const size_t mine = shape.counts[rank];
@@ -117,7 +117,7 @@ TEST_P(GatherByDtype, AllgatherEqualCounts) {
   const char* ran = "?";
   EXPECT_EQ(matex_last_algorithm(comm, MATEX_COLL_ALLGATHER, &ran), MATEX_SUCCESS);
   EXPECT_STREQ(ran, "flat");
-  agree_no_errors(errors, std::string("allgather ") + dtype_label(dtype));
+  agree_no_errors(errors, std::string("allgather ") + matex_dtype_name(dtype));
 }
 
 TEST_P(GatherByDtype, AllgathervUnevenCounts) {
@@ -146,10 +146,10 @@ TEST_P(GatherByDtype, AllgathervUnevenCounts) {
       }
     }
   }
-  agree_no_errors(errors, std::string("allgatherv ") + dtype_label(dtype));
+  agree_no_errors(errors, std::string("allgatherv ") + matex_dtype_name(dtype));
 }
 
-std::string dtype_name(const testing::TestParamInfo<matex_dtype_t>& info) { return dtype_label(info.param); }
+std::string dtype_name(const testing::TestParamInfo<matex_dtype_t>& info) { return matex_dtype_name(info.param); }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypes, GatherByDtype, testing::ValuesIn(kAllDtypes), dtype_name);
 

@@ -38,7 +38,7 @@ struct Case {
   size_t count;
   int placement;
   std::string describe() const {
-    return std::string("allreduce algorithm=") + algorithm + " dtype=" + dtype_label(dtype) + " op=" + op_label(op) +
+    return std::string("allreduce algorithm=") + algorithm + " dtype=" + matex_dtype_name(dtype) + " op=" + matex_op_name(op) +
            " count=" + std::to_string(count) + " " + placement_label(placement) + " rank=" +
            std::to_string(world_rank());
   }
@@ -104,7 +104,7 @@ TEST_P(AllreduceMatrix, EveryOpCountAndPlacement) {
       // Rejected locally by every rank, before any communication.
       int8_t buf[8] = {};
       const matex_status_t status = matex_allreduce(comm, buf, buf, 1, dtype, op);
-      EXPECT_EQ(status, MATEX_ERR_INVALID_ARG) << "avg on " << dtype_label(dtype);
+      EXPECT_EQ(status, MATEX_ERR_INVALID_ARG) << "avg on " << matex_dtype_name(dtype);
       EXPECT_NE(std::string(matex_last_error()).find("avg"), std::string::npos) << matex_last_error();
       errors += status != MATEX_ERR_INVALID_ARG;
       continue;
@@ -119,11 +119,11 @@ TEST_P(AllreduceMatrix, EveryOpCountAndPlacement) {
     }
   }
   EXPECT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "auto"), MATEX_SUCCESS);
-  agree_no_errors(errors, std::string("allreduce ") + algorithm + " " + dtype_label(dtype));
+  agree_no_errors(errors, std::string("allreduce ") + algorithm + " " + matex_dtype_name(dtype));
 }
 
 std::string matrix_name(const testing::TestParamInfo<std::tuple<int, matex_dtype_t>>& info) {
-  return std::string(kAlgorithms[std::get<0>(info.param)]) + "_" + dtype_label(std::get<1>(info.param));
+  return std::string(kAlgorithms[std::get<0>(info.param)]) + "_" + matex_dtype_name(std::get<1>(info.param));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllAlgorithms, AllreduceMatrix,

@@ -26,7 +26,7 @@ long long run_broadcast(matex_comm_t comm, const char* algorithm, size_t count, 
   using S = typename Traits::Storage;
   const int rank = world_rank();
   const auto describe = [&] {
-    return std::string("broadcast algorithm=") + algorithm + " dtype=" + dtype_label(Traits::kDtype) +
+    return std::string("broadcast algorithm=") + algorithm + " dtype=" + matex_dtype_name(Traits::kDtype) +
            " count=" + std::to_string(count) + " root=" + std::to_string(root) + " rank=" + std::to_string(rank);
   };
   S* buf = scratch<S>(0, count + kGuardElements);
@@ -76,11 +76,11 @@ TEST_P(BroadcastMatrix, EveryRootAndCount) {
     }
   }
   EXPECT_EQ(matex_set_algorithm(comm, MATEX_COLL_BROADCAST, "auto"), MATEX_SUCCESS);
-  agree_no_errors(errors, std::string("broadcast ") + algorithm + " " + dtype_label(dtype));
+  agree_no_errors(errors, std::string("broadcast ") + algorithm + " " + matex_dtype_name(dtype));
 }
 
 std::string matrix_name(const testing::TestParamInfo<std::tuple<int, matex_dtype_t>>& info) {
-  return std::string(kAlgorithms[std::get<0>(info.param)]) + "_" + dtype_label(std::get<1>(info.param));
+  return std::string(kAlgorithms[std::get<0>(info.param)]) + "_" + matex_dtype_name(std::get<1>(info.param));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllAlgorithms, BroadcastMatrix,

@@ -24,7 +24,7 @@ long long run_reduce_scatter(matex_comm_t comm, matex_op_t op, size_t recvcount,
   const int rank = world_rank();
   const size_t total = recvcount * static_cast<size_t>(world_size());
   const auto describe = [&] {
-    return std::string("reduce_scatter dtype=") + dtype_label(Traits::kDtype) + " op=" + op_label(op) +
+    return std::string("reduce_scatter dtype=") + matex_dtype_name(Traits::kDtype) + " op=" + matex_op_name(op) +
            " recvcount=" + std::to_string(recvcount) + (in_place ? " MATEX_IN_PLACE" : " out-of-place") +
            " rank=" + std::to_string(rank);
   };
@@ -67,7 +67,7 @@ TEST_P(ReduceScatterByDtype, EveryOpAndCount) {
     if (op == MATEX_AVG && !is_floating(dtype)) {
       int64_t buf[16] = {};
       const matex_status_t status = matex_reduce_scatter(comm, buf, buf + 8, 1, dtype, op);
-      EXPECT_EQ(status, MATEX_ERR_INVALID_ARG) << "reduce_scatter avg on " << dtype_label(dtype);
+      EXPECT_EQ(status, MATEX_ERR_INVALID_ARG) << "reduce_scatter avg on " << matex_dtype_name(dtype);
       EXPECT_NE(std::string(matex_last_error()).find("avg"), std::string::npos) << matex_last_error();
       errors += status != MATEX_ERR_INVALID_ARG;
       continue;
@@ -81,10 +81,10 @@ TEST_P(ReduceScatterByDtype, EveryOpAndCount) {
   const char* ran = "?";
   EXPECT_EQ(matex_last_algorithm(comm, MATEX_COLL_REDUCE_SCATTER, &ran), MATEX_SUCCESS);
   EXPECT_STREQ(ran, "flat");
-  agree_no_errors(errors, std::string("reduce_scatter ") + dtype_label(dtype));
+  agree_no_errors(errors, std::string("reduce_scatter ") + matex_dtype_name(dtype));
 }
 
-std::string dtype_name(const testing::TestParamInfo<matex_dtype_t>& info) { return dtype_label(info.param); }
+std::string dtype_name(const testing::TestParamInfo<matex_dtype_t>& info) { return matex_dtype_name(info.param); }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypes, ReduceScatterByDtype, testing::ValuesIn(kAllDtypes), dtype_name);
 

@@ -11,7 +11,6 @@
 //   waits) while q n is small; chosen up to MATEX_RAB_MAX_BYTES.
 // Preconditions: one node (node_count == 1); with several nodes rab is used.
 #include <algorithm>
-#include <vector>
 
 #include "algorithms/algorithms.h"
 #include "core/dtype.h"
@@ -31,16 +30,12 @@ void allreduce_oneshot(const CollectiveContext& ctx, const AllreduceArgs& args) 
                                   MATEX_COLL_ALLREDUCE};
   if (args.count == 0) shm.exchange_descriptor(descriptor);
   const int q = shm.local_size();
-  const void* sources[64];
-  std::vector<const void*> many;
-  const void** list = q <= 64 ? sources : (many.resize(q), many.data());
   for (size_t done = 0; done < args.count; done += chunk) {
     const size_t n = std::min(chunk, args.count - done);
     const uint64_t round = shm.stage_input(static_cast<const char*>(args.send) + done * element, n * element,
                                            descriptor);
-    for (int l = 0; l < q; ++l) list[l] = shm.slot(round, l);
     char* out = static_cast<char*>(args.recv) + done * element;
-    reduce_sources(args.dtype, args.op, out, list, q, n);
+    reduce_sources(args.dtype, args.op, out, shm.slots(round), q, n);
     if (args.op == MATEX_AVG) divide_elements(args.dtype, out, n, ctx.layout->world_size);
     shm.mark_ready(round);
     shm.mark_consumed(round);

@@ -14,7 +14,6 @@
 //   i.e. below MATEX_RAB_MAX_BYTES.
 // Preconditions: none; any layout, a node of one rank skips shared memory.
 #include <algorithm>
-#include <vector>
 
 #include "algorithms/algorithms.h"
 #include "core/dtype.h"
@@ -45,9 +44,7 @@ void allreduce_rab(const CollectiveContext& ctx, const AllreduceArgs& args) {
     const uint64_t round = shm.stage_input(in + done * element, n * element, descriptor);
     if (leader) {
       char* target = shm.result(round);
-      std::vector<const void*> sources(q);
-      for (int l = 0; l < q; ++l) sources[l] = shm.slot(round, l);
-      reduce_sources(args.dtype, args.op, target, sources.data(), q, n);
+      reduce_sources(args.dtype, args.op, target, shm.slots(round), q, n);
       if (across_nodes) {
         ShmNodeChannel::MpiSection in_mpi(shm);
         ctx.reductions->allreduce_in_place(ctx.leaders, target, n, args.dtype, args.op);

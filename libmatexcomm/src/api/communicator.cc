@@ -87,7 +87,7 @@ size_t Communicator::choose_chunk_bytes() {
   check_mpi(MPI_Allreduce(&oversubscribed, &anywhere, 1, MPI_INT, MPI_MAX, world_.get()),
             "MPI_Allreduce of core counts");
   size_t bytes = config_.get_bytes(anywhere ? "MATEX_SHM_CHUNK_BYTES_OVERSUBSCRIBED" : "MATEX_SHM_CHUNK_BYTES");
-  return (std::max<size_t>(bytes, 64) + 63) / 64 * 64;
+  return ShmNodeChannel::step_bytes(bytes);
 }
 
 void Communicator::setup_shared_memory() {

@@ -23,13 +23,12 @@ Backoff::Backoff(double timeout_seconds, BackoffPace pace)
     : pace_(pace),
       timeout_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds))),
       start_(Clock::now()),
+      now_(start_),
       deadline_(start_ + timeout_) {}
 
-void Backoff::extend() { deadline_ = Clock::now() + timeout_; }
+void Backoff::extend() { deadline_ = now_ + timeout_; }
 
-double Backoff::elapsed_seconds() const {
-  return std::chrono::duration<double>(Clock::now() - start_).count();
-}
+double Backoff::elapsed_seconds() const { return std::chrono::duration<double>(now_ - start_).count(); }
 
 bool Backoff::pause() {
   ++rounds_;
@@ -44,7 +43,8 @@ bool Backoff::pause() {
     struct timespec ts = {0, nanos};
     nanosleep(&ts, nullptr);
   }
-  return Clock::now() < deadline_;
+  now_ = Clock::now();
+  return now_ < deadline_;
 }
 
 }  // namespace matexcomm

@@ -1,9 +1,11 @@
 // backoff.h - the one way libmatexcomm waits for a peer.
 //
-// A short spin with a CPU pause hint, then sched_yield, then sleeps that grow
-// to 100 us, so that oversubscribed jobs (4 ranks on 2 cores) still progress.
-// Every wait is bounded: after `timeout_seconds` the caller is told to give up
-// and must raise MATEX_ERR_TIMEOUT naming the peer it was waiting for.
+// A short spin with a CPU pause hint, then sched_yield, then (when the cores
+// are shared) sleeps that grow to 50 us, so that oversubscribed jobs (4 ranks
+// on 2 cores) still progress. Every wait is bounded: after `timeout_seconds`
+// the caller is told to give up and must raise MATEX_ERR_TIMEOUT naming the
+// peer it was waiting for. The clock is read inside pause() only, and not on
+// every spin, so a waiting loop stays cheap.
 #pragma once
 
 #include <chrono>
@@ -14,20 +16,22 @@ namespace matexcomm {
 // sleep; oversubscribed ranks yield early and then sleep, so the rank they
 // wait for gets the core.
 struct BackoffPace {
-  unsigned spin_rounds = 64;
-  unsigned yield_rounds = 256;
-  bool sleep_after_yields = true;
+  unsigned spin_rounds;
+  unsigned yield_rounds;
+  bool sleep_after_yields;
   static BackoffPace for_dedicated_cores() { return {256, ~0u, false}; }
   static BackoffPace for_shared_cores() { return {4, 1024, true}; }
 };
 
 class Backoff {
  public:
-  explicit Backoff(double timeout_seconds, BackoffPace pace = BackoffPace());
+  Backoff(double timeout_seconds, BackoffPace pace);
   // Waits a little. Returns false once the deadline has passed.
   bool pause();
+  // Seconds since construction, as of the last clock reading in pause().
   double elapsed_seconds() const;
-  // Restarts the timeout from now (the peer showed it is alive); keeps the pace.
+  // Restarts the timeout from the last clock reading (the peer showed it is
+  // alive); keeps the pace.
   void extend();
 
  private:
@@ -35,19 +39,9 @@ class Backoff {
   BackoffPace pace_;
   Clock::duration timeout_;
   Clock::time_point start_;
+  Clock::time_point now_;  // the last clock reading
   Clock::time_point deadline_;
   unsigned rounds_ = 0;
 };
-
-// Polls `ready()` under a Backoff. Returns true when ready, false on timeout.
-template <class Ready>
-bool wait_for(Ready&& ready, double timeout_seconds) {
-  if (ready()) return true;
-  Backoff backoff(timeout_seconds);
-  while (!ready()) {
-    if (!backoff.pause()) return ready();
-  }
-  return true;
-}
 
 }  // namespace matexcomm

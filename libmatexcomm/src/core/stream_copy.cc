@@ -2,10 +2,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <vector>
-
-#include "core/dtype.h"
-#include "core/reduce_kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <emmintrin.h>
@@ -13,10 +9,6 @@
 #endif
 
 namespace matexcomm {
-
-namespace {
-constexpr size_t kStagingBytes = 16 * 1024;  // L1-resident staging block of reduce_sources_streaming
-}  // namespace
 
 void stream_copy(void* dst, const void* src, size_t bytes) {
 #if defined(MATEX_HAVE_STREAMING_STORES)
@@ -42,20 +34,6 @@ void stream_copy(void* dst, const void* src, size_t bytes) {
 #else
   std::memcpy(dst, src, bytes);
 #endif
-}
-
-void reduce_sources_streaming(matex_dtype_t dtype, matex_op_t op, void* out, const void* const* srcs, int nsrc,
-                              size_t count) {
-  const size_t element = dtype_size(dtype);
-  const size_t block = kStagingBytes / element;
-  alignas(64) static thread_local char staging[kStagingBytes];
-  std::vector<const void*> shifted(srcs, srcs + nsrc);
-  for (size_t first = 0; first < count; first += block) {
-    const size_t n = count - first < block ? count - first : block;
-    for (int s = 0; s < nsrc; ++s) shifted[s] = static_cast<const char*>(srcs[s]) + first * element;
-    reduce_sources(dtype, op, staging, shifted.data(), nsrc, n);
-    stream_copy(static_cast<char*>(out) + first * element, staging, n * element);
-  }
 }
 
 }  // namespace matexcomm

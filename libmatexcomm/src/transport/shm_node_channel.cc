@@ -65,7 +65,7 @@ ShmSegment attach_segment(MPI_Comm node_comm, int local_rank, size_t bytes) {
 
 ShmNodeChannel::ShmNodeChannel(MPI_Comm node_comm, std::vector<int> world_ranks, size_t chunk_bytes,
                                ShmWaitPolicy policy)
-    : world_ranks_(std::move(world_ranks)), chunk_bytes_(round_up(chunk_bytes < 64 ? 64 : chunk_bytes, 64)),
+    : world_ranks_(std::move(world_ranks)), chunk_bytes_(step_bytes(chunk_bytes)),
       policy_(policy) {
   check_mpi(MPI_Comm_rank(node_comm, &local_rank_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(node_comm, &local_size_), "MPI_Comm_size");
@@ -74,6 +74,14 @@ ShmNodeChannel::ShmNodeChannel(MPI_Comm node_comm, std::vector<int> world_ranks,
   segment_ = attach_segment(node_comm, local_rank_, bytes);
   control(local_rank_).pid = static_cast<int64_t>(::getpid());
   check_mpi(MPI_Barrier(node_comm), "MPI_Barrier after shm set-up");  // every pid is visible
+}
+
+size_t ShmNodeChannel::step_bytes(size_t requested) { return round_up(std::max<size_t>(requested, 64), 64); }
+
+const void* const* ShmNodeChannel::slots(uint64_t round) {
+  slot_list_.resize(local_size_);
+  for (int l = 0; l < local_size_; ++l) slot_list_[l] = slot(round, l);
+  return slot_list_.data();
 }
 
 ShmNodeChannel::Control& ShmNodeChannel::control(int local_rank) const {
@@ -202,7 +210,6 @@ void ShmNodeChannel::drain_result(uint64_t round, void* output, size_t bytes) {
 }
 
 void ShmNodeChannel::abandon() noexcept {
-  abandoned_ = true;
   if (segment_.data() != nullptr) control(local_rank_).failed.store(1, std::memory_order_release);
 }
 

@@ -48,7 +48,7 @@ struct CallDescriptor {
 struct ShmWaitPolicy {
   double timeout_seconds = 600;
   double stall_warning_seconds = 60;
-  BackoffPace pace;
+  BackoffPace pace = BackoffPace::for_shared_cores();
 };
 
 class ShmNodeChannel {
@@ -56,12 +56,19 @@ class ShmNodeChannel {
   // Collective over node_comm. world_ranks[l] is the world rank of local rank l (for messages).
   ShmNodeChannel(MPI_Comm node_comm, std::vector<int> world_ranks, size_t chunk_bytes, ShmWaitPolicy policy);
 
+  // The pipeline step the channel uses for a requested one: at least 64
+  // bytes, rounded up to whole cache lines. Ranks alone on their node (no
+  // channel) must step alike, so this is also what the communicator uses.
+  static size_t step_bytes(size_t requested);
+
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
   size_t chunk_bytes() const { return chunk_bytes_; }
 
   char* slot(uint64_t round, int local_rank) const;
   char* result(uint64_t round) const;
+  // The slots of every local rank in `round`, in local-rank order (valid until the next call).
+  const void* const* slots(uint64_t round);
 
   // The opening of a round: draw the next round number, wait until its buffer
   // set is free, copy `bytes` of `input` into my slot, post with the call's
@@ -115,9 +122,8 @@ class ShmNodeChannel {
     ShmNodeChannel& channel_;
   };
 
-  // Marks the channel unusable and tells every peer (idempotent, never throws).
+  // Tells every peer that this rank gave up on the channel (idempotent, never throws).
   void abandon() noexcept;
-  bool abandoned() const { return abandoned_; }
 
  private:
   struct alignas(128) Control {
@@ -153,8 +159,8 @@ class ShmNodeChannel {
   ShmWaitPolicy policy_;
   uint64_t round_ = 0;
   size_t data_offset_ = 0;
-  bool abandoned_ = false;
   uint64_t highest_sequence_seen_ = 0;
+  std::vector<const void*> slot_list_;
   ShmSegment segment_;
 };
 
