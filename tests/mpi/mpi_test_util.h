@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -41,6 +42,27 @@ void agree_no_errors(long long local_errors, const std::string& what);
 
 // MATEX_VIRTUAL_NODES as node sizes, or empty when unset.
 std::vector<int> virtual_node_sizes();
+
+// Sets (or, with nullptr, unsets) one environment variable for its lifetime.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value != nullptr) setenv(name, value, 1);
+    else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, old_.c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
 
 // The first few wrong elements of a checked buffer, and how many there were.
 class Mismatches {

@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "exact_values.h"
+#include "matexcomm/matexcomm_mpi.h"
 #include "mpi_test_util.h"
 #include "reduction_patterns.h"
 
@@ -151,6 +152,43 @@ TEST(Allreduce, AutoSelectionIsCorrect) {
     errors += static_cast<long long>(result.count());
   }
   agree_no_errors(errors, "allreduce auto");
+}
+
+// Out of place, large allreduces run rs_ar_ag; in place, rs_ar_ag_cma. Nodes
+// whose ranks differ in placement therefore run different algorithms in the
+// same call, and must still combine the same elements across the rails.
+TEST(Allreduce, PlacementMayDifferBetweenNodes) {
+  ScopedEnv small_cma_max("MATEX_CMA_MAX_BYTES", "256K");  // the large-message rule from 256 KiB
+  matex_comm_t comm = nullptr;
+  ASSERT_EQ(matex_init_mpi(MPI_COMM_WORLD, &comm), MATEX_SUCCESS) << matex_last_error();
+  int node = 0;
+  matex_comm_node_index(comm, &node);
+  const bool in_place = node % 2 == 0;
+  long long errors = 0;
+  for (matex_op_t op : {MATEX_SUM, MATEX_MAX}) {
+    for (size_t count : {size_t(65537), size_t(262147)}) {  // float32: 256 KiB + 4 B, 1 MiB + 12 B
+      float* send = scratch<float>(0, count);
+      float* recv = scratch<float>(1, count);
+      const ReductionPattern pattern(op, false, world_size());
+      for (size_t i = 0; i < count; ++i) recv[i] = send[i] = static_cast<float>(pattern.input(i, world_rank()));
+      const matex_status_t status =
+          matex_allreduce(comm, in_place ? MATEX_IN_PLACE : send, recv, count, MATEX_FLOAT32, op);
+      const char* algorithm = "";
+      matex_last_algorithm(comm, MATEX_COLL_ALLREDUCE, &algorithm);
+      const std::string what = std::string(in_place ? "in place" : "out of place") + " on node " +
+                               std::to_string(node) + ", " + matex_op_name(op) + ", count " +
+                               std::to_string(count) + ", algorithm " + algorithm;
+      EXPECT_EQ(status, MATEX_SUCCESS) << what << ": " << matex_last_error();
+      if (status != MATEX_SUCCESS) { ++errors; continue; }
+      Mismatches result;
+      check_elements<PlainTraits<float, MATEX_FLOAT32, true>>(
+          recv, count, [&](size_t i) { return pattern.expected(i); }, result);
+      EXPECT_EQ(result.count(), 0u) << what << ": " << result.report();
+      errors += static_cast<long long>(result.count());
+    }
+  }
+  EXPECT_EQ(matex_finalize(&comm), MATEX_SUCCESS) << matex_last_error();
+  agree_no_errors(errors, "allreduce with placement differing between nodes");
 }
 
 }  // namespace

@@ -21,27 +21,6 @@
 namespace matex_test {
 namespace {
 
-// Sets (or, with nullptr, unsets) one environment variable for its lifetime.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (value != nullptr) setenv(name, value, 1);
-    else unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_) setenv(name_, old_.c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
-
 int smallest_node_size(matex_comm_t comm) {
   int local_size = 1, smallest = 0;
   matex_comm_local_size(comm, &local_size);
@@ -106,6 +85,34 @@ TEST(FailureHandling, AlgorithmChoiceMustAgree) {
                          world_rank() == 0 ? "rs_ar_agg" : "rank 0", "set_algorithm with a typo on rank 0");
   errors += check_comm_still_works(comm);
   agree_no_errors(errors, "algorithm agreement");
+}
+
+// From MATEX_CMA_MAX_BYTES on, auto picks the allreduce by placement, so the
+// ranks of a node must agree on it: when they do not, every rank of the node
+// is told, with a hint, and the communicator goes on working.
+TEST(FailureHandling, PlacementMustAgreeWithinANodeForLargeAllreduces) {
+  ScopedEnv small_cma_max("MATEX_CMA_MAX_BYTES", "256K");
+  matex_comm_t comm = nullptr;
+  ASSERT_EQ(matex_init_mpi(MPI_COMM_WORLD, &comm), MATEX_SUCCESS) << matex_last_error();
+  std::vector<float> buf(65536 * 2, 1.0f), out(buf.size());
+  // Only where in-place calls do get the single-copy algorithm can placement differ.
+  EXPECT_EQ(matex_allreduce(comm, MATEX_IN_PLACE, buf.data(), buf.size(), MATEX_FLOAT32, MATEX_SUM), MATEX_SUCCESS);
+  const char* algorithm = "";
+  matex_last_algorithm(comm, MATEX_COLL_ALLREDUCE, &algorithm);
+  int single_copy = std::string(algorithm) == "rs_ar_ag_cma", everywhere = 0;
+  MPI_Allreduce(&single_copy, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!everywhere || smallest_node_size(comm) < 2) {
+    EXPECT_EQ(matex_finalize(&comm), MATEX_SUCCESS);
+    GTEST_SKIP() << "needs cross-memory attach and two ranks on every node";
+  }
+  int local_rank = 0;
+  matex_comm_local_rank(comm, &local_rank);
+  const void* send = local_rank == 0 ? MATEX_IN_PLACE : buf.data();  // local rank 0 of every node in place
+  long long errors = expect_error(matex_allreduce(comm, send, out.data(), buf.size(), MATEX_FLOAT32, MATEX_SUM),
+                                  MATEX_ERR_MISMATCH, "in place", "large allreduce, in place on local rank 0 only");
+  errors += check_comm_still_works(comm);
+  EXPECT_EQ(matex_finalize(&comm), MATEX_SUCCESS) << matex_last_error();
+  agree_no_errors(errors, "placement differing inside a node");
 }
 
 TEST(FailureHandling, LatePeerTimesOutWithoutHanging) {

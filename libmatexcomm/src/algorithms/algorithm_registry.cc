@@ -36,7 +36,7 @@ std::vector<std::string> algorithm_names(matex_collective_t coll) {
   return {};
 }
 
-int select_allreduce(const CollectiveContext& ctx, const std::string& choice, size_t bytes,
+int select_allreduce(const CollectiveContext& ctx, const std::string& choice, size_t bytes, bool in_place,
                      const AllreduceThresholds& sizes) {
   const int flat = find_allreduce("flat");
   if (!ctx.hierarchical_ok || ctx.layout->world_size == 1) return flat;
@@ -49,10 +49,13 @@ int select_allreduce(const CollectiveContext& ctx, const std::string& choice, si
   // Every node has one rank: the hierarchy is the flat algorithm with extra steps.
   if (ctx.layout->node_count == ctx.layout->world_size) return flat;
   if (bytes <= sizes.rab_max) return find_allreduce(ctx.layout->node_count == 1 ? "oneshot" : "rab");
-  // Single copies win while the data still sits in the caches; beyond that the
-  // kernel's copy loses to two user-space copies through L2 with streaming
-  // stores (docs/benchmarks.md).
-  if (ctx.single_copy_ok && bytes >= sizes.single_copy_min && bytes < sizes.single_copy_max) {
+  // Single copies win while the data still sits in the caches. Beyond that,
+  // out of place, the kernel's copy into cold output lines loses to two
+  // user-space copies through L2 with streaming stores; in place, the output
+  // lines are the input lines just read, and single copies keep winning
+  // (docs/benchmarks.md). Both make the same rail calls, so nodes whose ranks
+  // differ in placement still agree across the rails.
+  if (ctx.single_copy_ok && bytes >= sizes.single_copy_min && (in_place || bytes < sizes.single_copy_max)) {
     return find_allreduce("rs_ar_ag_cma");
   }
   return find_allreduce("rs_ar_ag");

@@ -60,7 +60,9 @@ struct AllreduceThresholds {
   size_t single_copy_min = 0;  // MATEX_CMA_MIN_BYTES
   size_t single_copy_max = 0;  // MATEX_CMA_MAX_BYTES
 };
-int select_allreduce(const CollectiveContext& ctx, const std::string& choice, size_t bytes,
+// in_place: sendbuf == recvbuf on this rank. Ranks of one node must agree on
+// it for messages of MATEX_CMA_MAX_BYTES and more (else MATEX_ERR_MISMATCH).
+int select_allreduce(const CollectiveContext& ctx, const std::string& choice, size_t bytes, bool in_place,
                      const AllreduceThresholds& sizes);
 
 // Broadcast: "flat" or "hier"; auto = hier when there is more than one node.

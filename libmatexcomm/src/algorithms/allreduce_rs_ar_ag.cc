@@ -26,6 +26,8 @@
 //   copy out. A node of one rank skips shared memory and reduces in place.
 //   In place is safe: a rank stages every foreign shard before posting, and
 //   the only part of its buffer written before copy-out is its own shard.
+//   rs_ar_ag_cma makes the same rail calls (share l of every round), so two
+//   nodes may run different ones of the pair in the same call.
 #include <algorithm>
 #include <cstring>
 #include <vector>

@@ -3,15 +3,23 @@
 // of twice through a shared segment.
 //
 // Steps (q = my node's size, m = the smallest node's size, N = node count,
-//        p = world size, blocks of b = chunk_bytes):
+//        p = world size, blocks of b = MATEX_CMA_BLOCK_BYTES on one node,
+//        the rails' step MATEX_SHM_CHUNK_BYTES with several):
 //   0. a data-less round publishes every rank's send/recv address and checks
 //      the call descriptors (mismatches fail as in every shm algorithm);
-//   1. local rank l < m owns shard l (n/m bytes). Per block of its shard it
+//   1. local rank l < m owns shard l (n/m bytes; with several nodes, share l
+//      of every b-sized round instead, so that the rail calls are the very ones
+//      rs_ar_ag makes and nodes that picked different algorithms (auto picks
+//      by placement for large messages) still combine the same elements).
+//      Per block of its shard it
 //      reads the block of every neighbour's send buffer into an L2-resident
 //      scratch buffer, reduces them with its own send block into scratch,
 //      MPI_Allreduces that block across rail l, divides for avg, and writes
 //      the finished block into its own recv buffer (streaming stores for
-//      large messages) and into every neighbour's;
+//      large messages) and into every neighbour's. In place, the block is
+//      reduced straight into my buffer (it is my send block, already cached),
+//      and the neighbours' recv lines are the send lines I just read, so the
+//      whole round trip stays in my cache;
 //   2. a final flag round: nobody returns (and lets its buffers go) before
 //      every owner is done with them.
 // Bytes per owner and node: reads n/m of every local send buffer, writes
@@ -55,18 +63,22 @@ void reduce_block(const CollectiveContext& ctx, ShmNodeChannel& shm, const Allre
     cma_read(theirs.pid, theirs.send + offset, copy, bytes);
     sources.push_back(copy);
   }
-  // The block is finished in cache (scratch) and only then written out, to my
-  // recv buffer and to every neighbour's.
-  char* finished = scratch + scratch_stride * (q - 1);
+  char* target = static_cast<char*>(args.recv) + offset;
+  // In place, my recv block is my send block, already in cache: finish it there
+  // and save a copy. Otherwise the block is finished in cache (scratch) and
+  // only then written out, to my recv buffer and to every neighbour's.
+  const bool in_place = args.send == args.recv;
+  char* finished = in_place ? target : scratch + scratch_stride * (q - 1);
   reduce_sources(args.dtype, args.op, finished, sources.data(), q, count);
   if (ctx.layout->node_count > 1) {
     ShmNodeChannel::MpiSection in_mpi(shm);
     ctx.reductions->allreduce_in_place(ctx.rail, finished, count, args.dtype, args.op);
   }
   if (args.op == MATEX_AVG) divide_elements(args.dtype, finished, count, ctx.layout->world_size);
-  char* target = static_cast<char*>(args.recv) + offset;
-  if (args.streaming) stream_copy(target, finished, bytes);
-  else std::memcpy(target, finished, bytes);
+  if (!in_place) {
+    if (args.streaming) stream_copy(target, finished, bytes);
+    else std::memcpy(target, finished, bytes);
+  }
   for (int peer = 0; peer < q; ++peer) {
     if (peer == me) continue;
     ShmNodeChannel::PeerBuffers theirs = shm.peer_buffers(peer);
@@ -80,7 +92,9 @@ void allreduce_rs_ar_ag_cma(const CollectiveContext& ctx, const AllreduceArgs& a
   const topo::Layout& layout = *ctx.layout;
   const int owners = layout.min_local_size();
   const size_t element = dtype_size(args.dtype);
-  const size_t block = std::max<size_t>(ctx.chunk_bytes / element, 1);
+  // One node: blocks of MATEX_CMA_BLOCK_BYTES. Several: the rails' steps.
+  const size_t block =
+      std::max<size_t>((layout.node_count == 1 ? ctx.single_copy_block_bytes : ctx.chunk_bytes) / element, 1);
   if (ctx.shm == nullptr) {  // alone on my node (so owners == 1): same blocks, rail MPI on my buffer
     for (size_t first = 0; first < args.count; first += block) {
       allreduce_round_alone(ctx, ctx.rail, args, first, std::min(block, args.count - first));
@@ -94,9 +108,16 @@ void allreduce_rs_ar_ag_cma(const CollectiveContext& ctx, const AllreduceArgs& a
   if (layout.local_rank < owners && args.count > 0) {
     const size_t stride = block * element;
     char* scratch = scratch_memory(ctx, stride * shm.local_size());  // q-1 copies + the finished block
-    const ElementRange shard = split_range(args.count, owners, layout.local_rank);
-    for (size_t first = shard.begin; first < shard.end; first += block) {
-      reduce_block(ctx, shm, args, first, std::min(block, shard.end - first), scratch, stride);
+    if (layout.node_count == 1) {  // no rails: my shard is one contiguous range
+      const ElementRange shard = split_range(args.count, owners, layout.local_rank);
+      for (size_t first = shard.begin; first < shard.end; first += block) {
+        reduce_block(ctx, shm, args, first, std::min(block, shard.end - first), scratch, stride);
+      }
+    } else {  // rail calls exactly as rs_ar_ag makes them: my share of every round
+      for (size_t done = 0; done < args.count; done += block) {
+        const ElementRange mine = split_range(std::min(block, args.count - done), owners, layout.local_rank);
+        if (mine.size() > 0) reduce_block(ctx, shm, args, done + mine.begin, mine.size(), scratch, stride);
+      }
     }
   }
   shm.mark_ready(round);

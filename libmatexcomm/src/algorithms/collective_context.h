@@ -27,6 +27,7 @@ struct CollectiveContext {
   bool hierarchical_ok = false;      // identical on every rank: shm works on every node with >1 rank
   size_t chunk_bytes = 0;            // identical on every rank; the shm pipeline step
   bool single_copy_ok = false;       // identical on every rank: every node can use cross-memory attach
+  size_t single_copy_block_bytes = 0;  // rs_ar_ag_cma's step on a single node (MATEX_CMA_BLOCK_BYTES)
   std::vector<char>* scratch = nullptr;  // the communicator's reusable scratch memory
 };
 

@@ -70,6 +70,7 @@ Communicator::Communicator(MPI_Comm parent) {
   context_.leaders = groups_.leaders.get();
   context_.reductions = reductions_.get();
   context_.chunk_bytes = choose_chunk_bytes();
+  context_.single_copy_block_bytes = ShmNodeChannel::step_bytes(config_.get_bytes("MATEX_CMA_BLOCK_BYTES"));
   setup_shared_memory();
 }
 
@@ -245,7 +246,7 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   require_buffer(send, count, "sendbuf");
   require_buffer(recv, count, "recvbuf");
   size_t bytes = checked_bytes(count, dtype, "count");
-  int chosen = select_allreduce(context_, choice_[MATEX_COLL_ALLREDUCE], bytes, thresholds_);
+  int chosen = select_allreduce(context_, choice_[MATEX_COLL_ALLREDUCE], bytes, send == recv, thresholds_);
   const AllreduceAlgorithm& algorithm = allreduce_registry()[chosen];
   last_[MATEX_COLL_ALLREDUCE] = algorithm.name;
   run_collective([&] {

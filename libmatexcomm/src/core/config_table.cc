@@ -37,11 +37,16 @@ const std::vector<ConfigEntry>& config_table() {
        "From this size auto uses rs_ar_ag_cma (single copies) where cross-memory attach works; below it "
        "the system calls cost more than the copies they save."},
       {"MATEX_CMA_MAX_BYTES", ConfigType::kBytes, "32M", "", 0, 1e18, kSameOnAllRanks,
-       "From this size on auto goes back to rs_ar_ag, whose streaming stores win once the data no "
-       "longer fits in the caches."},
-      {"MATEX_SHM_CHUNK_BYTES", ConfigType::kBytes, "128K", "", 64, kGiB / 4, kSameOnAllRanks,
-       "Bytes per pipeline step of the shared-memory transport (rounded up to 64 B); small enough that a "
-       "step stays in L2."},
+       "From this size on auto goes back to rs_ar_ag for out-of-place calls, whose streaming stores win "
+       "once the data no longer fits in the caches; in-place calls keep rs_ar_ag_cma. The ranks of a node "
+       "must then agree on in-place."},
+      {"MATEX_SHM_CHUNK_BYTES", ConfigType::kBytes, "1M", "", 64, kGiB / 4, kSameOnAllRanks,
+       "Bytes per pipeline step of the shared-memory transport and of the rails (rounded up to 64 B). "
+       "Each step costs three flag waits between cores; 1M keeps a step's slots in L2 and its waits "
+       "under 5 % of the time (docs/benchmarks.md)."},
+      {"MATEX_CMA_BLOCK_BYTES", ConfigType::kBytes, "128K", "", 4096, kGiB / 4, kSameOnAllRanks,
+       "Bytes per single copy of rs_ar_ag_cma on a single node (with several nodes it follows the "
+       "rails' steps). Its steps need no waits, so they stay small enough for L2."},
       {"MATEX_SHM_CHUNK_BYTES_OVERSUBSCRIBED", ConfigType::kBytes, "2M", "", 64, kGiB / 4, kSameOnAllRanks,
        "The pipeline step used instead when some node has more ranks than cores: every step then costs "
        "context switches, so fewer, larger steps win."},

@@ -191,8 +191,13 @@ void ShmNodeChannel::fail_mismatch(uint64_t round, int peer, const CallDescripto
   for (int l = 0; l < local_size_; ++l) {
     highest_sequence_seen_ = std::max(highest_sequence_seen_, control(l).descriptor[round & 1].sequence);
   }
+  std::string hint;
+  if (mine.algorithm != theirs.algorithm && mine.count == theirs.count && mine.dtype == theirs.dtype) {
+    hint = " (the ranks chose different algorithms: pass the same name to set_algorithm everywhere, and for "
+           "large allreduces either all ranks of a node or none call in place)";
+  }
   MATEX_RAISE(MATEX_ERR_MISMATCH, "collective arguments differ between ranks: this rank has " + describe(mine) +
-                                      " but " + peer_name(peer) + " has " + describe(theirs));
+                                      " but " + peer_name(peer) + " has " + describe(theirs) + hint);
 }
 
 void ShmNodeChannel::mark_ready(uint64_t round) {
