@@ -155,6 +155,8 @@ std::string parse_options(int argc, char** argv, Options* options) {
       o.help = true;
     } else if (arg == "--print-config") {
       o.print_config = true;
+    } else if (arg == "--scale-iterations") {
+      o.scale_iterations = true;
     } else if (takes_value(arg)) {
       if (!has_value) {
         if (i + 1 >= argc) return arg + ": missing value";
@@ -202,6 +204,9 @@ std::string usage_text() {
          "  --coll allreduce|broadcast|allgather|reduce_scatter   default allreduce\n"
          "  --algo NAME|auto   force an algorithm (names: docs/algorithms.md)\n"
          "  --compare mpi      also time the plain MPI collective, interleaved\n"
+         "  --scale-iterations below 1 MiB, time n x min(100, 1 MiB / size) calls instead of n\n"
+         "                     (as OSU's benchmarks do), so that one preempted call does not\n"
+         "                     dominate a mean of microseconds\n"
          "  --print-config     print the effective MATEX_* configuration and exit\n"
          "  -h, --help         this text\n"
          "size is the per-rank buffer: the total receive size for allgather, the\n"

@@ -30,6 +30,7 @@ struct Options {
   std::string algorithm = "auto";
   bool algorithm_given = false;
   bool compare_mpi = false;
+  bool scale_iterations = false;  // --scale-iterations: more calls below 1 MiB (see usage_text)
   bool print_config = false;
   bool help = false;
   std::string json_path;       // empty: no JSON

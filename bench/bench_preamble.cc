@@ -59,6 +59,9 @@ std::vector<std::string> preamble_lines(const Options& options, const Layout& la
     lines.push_back("#   node " + std::to_string(node) + ": local size " +
                     std::to_string(layout.ranks_by_node[node].size()) + ", ranks" + ranks);
   }
+  lines.push_back("# iterations: " + std::to_string(options.iterations) + " timed, " +
+                  std::to_string(options.warmup_iterations) + " warm-up" +
+                  (options.scale_iterations ? "; below 1 MiB n x min(100, 1 MiB / size) timed" : ""));
   lines.push_back("# configuration:");
   for (const std::string& line : config_lines()) lines.push_back("#   " + line);
   char memcpy_line[96];

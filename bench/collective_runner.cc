@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 
 #include "element_codec.h"
@@ -35,9 +36,19 @@ double bus_factor(matex_collective_t coll, int world_size) {
 }
 
 CollectiveRunner::CollectiveRunner(matex::Communicator& comm, const MpiBaseline* mpi, AlignedBuffer& send,
-                                   AlignedBuffer& recv, int iterations, int warmup_iterations, bool check)
+                                   AlignedBuffer& recv, int iterations, int warmup_iterations, bool check,
+                                   bool scale_iterations)
     : comm_(comm), mpi_(mpi), send_(send), recv_(recv), iterations_(iterations),
-      warmup_iterations_(warmup_iterations), check_(check), rank_(comm.rank()), world_size_(comm.size()) {}
+      warmup_iterations_(warmup_iterations), scale_iterations_(scale_iterations), check_(check),
+      rank_(comm.rank()), world_size_(comm.size()) {}
+
+int CollectiveRunner::timed_iterations(size_t bytes) const {
+  constexpr size_t kFullSize = 1u << 20;
+  constexpr size_t kMaxFactor = 100;
+  if (!scale_iterations_ || bytes >= kFullSize) return iterations_;
+  const size_t factor = std::min(kMaxFactor, kFullSize / std::max<size_t>(bytes, 1));
+  return static_cast<int>(std::min<size_t>(static_cast<size_t>(iterations_) * factor, INT_MAX));
+}
 
 Measurement CollectiveRunner::run(const CaseSpec& spec, const ReferencePatterns& patterns) {
   Measurement result;
@@ -45,7 +56,8 @@ Measurement CollectiveRunner::run(const CaseSpec& spec, const ReferencePatterns&
   double ours_seconds = 0.0;
   double mpi_seconds = 0.0;
   uint64_t wrong[2] = {0, 0};
-  const int total = warmup_iterations_ + iterations_;
+  const int iterations = timed_iterations(spec.count * matex_dtype_size(spec.dtype));
+  const int total = warmup_iterations_ + iterations;
   for (int it = 0; it < total; ++it) {
     const bool timed = it >= warmup_iterations_;
     const bool last = it == total - 1;
@@ -62,7 +74,7 @@ Measurement CollectiveRunner::run(const CaseSpec& spec, const ReferencePatterns&
   matex_last_algorithm(comm_.handle(), spec.coll, &algorithm);
   result.algorithm = algorithm;
 
-  double mean[2] = {ours_seconds / iterations_, mpi_seconds / iterations_};
+  double mean[2] = {ours_seconds / iterations, mpi_seconds / iterations};
   MPI_Allreduce(MPI_IN_PLACE, mean, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   MPI_Allreduce(MPI_IN_PLACE, wrong, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
   result.time_us = mean[0] * 1e6;

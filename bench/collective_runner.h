@@ -49,7 +49,10 @@ class CollectiveRunner {
  public:
   // Buffers must hold the largest row's bytes; `mpi` may be null.
   CollectiveRunner(matex::Communicator& comm, const MpiBaseline* mpi, AlignedBuffer& send, AlignedBuffer& recv,
-                   int iterations, int warmup_iterations, bool check);
+                   int iterations, int warmup_iterations, bool check, bool scale_iterations = false);
+  // Timed calls for a per-rank buffer of `bytes`: iterations, or with
+  // scale_iterations up to 100 times more below 1 MiB.
+  int timed_iterations(size_t bytes) const;
 
   Measurement run(const CaseSpec& spec, const ReferencePatterns& patterns);
 
@@ -64,6 +67,7 @@ class CollectiveRunner {
   AlignedBuffer& recv_;
   int iterations_;
   int warmup_iterations_;
+  bool scale_iterations_;
   bool check_;
   int rank_;
   int world_size_;

@@ -93,7 +93,7 @@ int run_benchmark(const Options& options, int rank) {
   std::optional<MpiBaseline> mpi;
   if (options.compare_mpi) mpi.emplace();
   CollectiveRunner runner(comm, mpi ? &*mpi : nullptr, send, recv, options.iterations, options.warmup_iterations,
-                          options.check);
+                          options.check, options.scale_iterations);
   ResultTable table(options.coll, world_size, options.compare_mpi, options.check);
   if (rank == 0) print(table.header());
 

@@ -14,7 +14,8 @@ mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 for run in 1 2 3; do
-  mpirun -np 2 "$BUILD/bin/matex-bench" -b 4 -e 256M -f 4 -n 20 -w 5 -d float32 -o sum --compare mpi \
+  mpirun -np 2 --bind-to core "$BUILD/bin/matex-bench" -b 4 -e 256M -f 4 -n 20 -w 5 -d float32 -o sum --compare mpi \
+    --scale-iterations \
     -J "$OUT/np2_run$run.json" > "$OUT/np2_run$run.txt"
   MATEX_VIRTUAL_NODES=2,2 mpirun -np 4 --oversubscribe --bind-to core:overload-allowed --map-by core "$BUILD/bin/matex-bench" -b 16M -e 256M -f 4 -n 10 -w 3 \
     -d float32 -o sum --compare mpi -J "$OUT/np4_2_2_run$run.json" > "$OUT/np4_2_2_run$run.txt"

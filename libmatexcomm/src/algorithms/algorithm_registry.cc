@@ -36,19 +36,38 @@ std::vector<std::string> algorithm_names(matex_collective_t coll) {
   return {};
 }
 
+namespace {
+
+// Registry indices of the algorithms auto chooses from, looked up once.
+struct KnownAllreduces {
+  int flat = find_allreduce("flat");
+  int rs_ar_ag = find_allreduce("rs_ar_ag");
+  int rab = find_allreduce("rab");
+  int oneshot = find_allreduce("oneshot");
+  int single_copy = find_allreduce("rs_ar_ag_cma");
+};
+
+const KnownAllreduces& known() {
+  static const KnownAllreduces instance;
+  return instance;
+}
+
+}  // namespace
+
 int select_allreduce(const CollectiveContext& ctx, const std::string& choice, size_t bytes, bool in_place,
                      const AllreduceThresholds& sizes) {
-  const int flat = find_allreduce("flat");
+  const KnownAllreduces& k = known();
+  const int flat = k.flat;
   if (!ctx.hierarchical_ok || ctx.layout->world_size == 1) return flat;
   if (choice != "auto") {
     int chosen = find_allreduce(choice);
     if (chosen < 0) return flat;
-    if (allreduce_registry()[chosen].single_copy && !ctx.single_copy_ok) return find_allreduce("rs_ar_ag");
+    if (allreduce_registry()[chosen].single_copy && !ctx.single_copy_ok) return k.rs_ar_ag;
     return chosen;
   }
   // Every node has one rank: the hierarchy is the flat algorithm with extra steps.
   if (ctx.layout->node_count == ctx.layout->world_size) return flat;
-  if (bytes <= sizes.rab_max) return find_allreduce(ctx.layout->node_count == 1 ? "oneshot" : "rab");
+  if (bytes <= sizes.rab_max) return ctx.layout->node_count == 1 ? k.oneshot : k.rab;
   // Single copies win while the data still sits in the caches. Beyond that,
   // out of place, the kernel's copy into cold output lines loses to two
   // user-space copies through L2 with streaming stores; in place, the output
@@ -56,9 +75,9 @@ int select_allreduce(const CollectiveContext& ctx, const std::string& choice, si
   // (docs/benchmarks.md). Both make the same rail calls, so nodes whose ranks
   // differ in placement still agree across the rails.
   if (ctx.single_copy_ok && bytes >= sizes.single_copy_min && (in_place || bytes < sizes.single_copy_max)) {
-    return find_allreduce("rs_ar_ag_cma");
+    return k.single_copy;
   }
-  return find_allreduce("rs_ar_ag");
+  return k.rs_ar_ag;
 }
 
 std::string select_broadcast(const CollectiveContext& ctx, const std::string& choice) {

@@ -2,8 +2,8 @@
 // rank publishes its data and reduces everybody's itself.
 //
 // Steps: 1. copy my n bytes into my shm slot and post the round (one flag);
-//        2. wait for every local rank's post, then reduce all q slots into my
-//           recv buffer (and divide for avg); mark the round consumed.
+//        2. wait for every local rank's post, then reduce all q inputs into my
+//           recv buffer (and divide for avg).
 // Bytes per rank: n in, q n read, n out. There is no second phase: a rank
 //   that has seen every post of round t knows its neighbours finished reading
 //   round t-2, so the buffer set is free again without another wait.
@@ -38,7 +38,6 @@ void allreduce_oneshot(const CollectiveContext& ctx, const AllreduceArgs& args) 
     reduce_sources(args.dtype, args.op, out, shm.slots(round), q, n);
     if (args.op == MATEX_AVG) divide_elements(args.dtype, out, n, ctx.layout->world_size);
     shm.mark_ready(round);
-    shm.mark_consumed(round);
   }
 }
 

@@ -123,7 +123,6 @@ void allreduce_rs_ar_ag(const CollectiveContext& ctx, const AllreduceArgs& args)
     }
     shm.wait_ready(round, 0, owners);
     step.copy_out_foreign_shards(round, me);
-    shm.mark_consumed(round);
   }
 }
 

@@ -122,7 +122,6 @@ void allreduce_rs_ar_ag_cma(const CollectiveContext& ctx, const AllreduceArgs& a
   }
   shm.mark_ready(round);
   shm.wait_ready(round, 0, shm.local_size());
-  shm.mark_consumed(round);
 }
 
 }  // namespace matexcomm

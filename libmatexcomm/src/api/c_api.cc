@@ -69,10 +69,16 @@ matexcomm::Communicator& live_comm(matex_comm_t comm) {
   if (comm == nullptr) {
     MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "comm is NULL: call matex_init first");
   }
-  Registry& reg = registry();
-  std::lock_guard<std::mutex> lock(reg.mutex);
-  if (reg.shells.count(comm) == 0) {
-    MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "comm is not a live communicator (never initialized by matex_init)");
+  // Shells are never freed, so a pointer once found in the registry stays a
+  // shell: the thread remembers the last one and skips the locked lookup.
+  thread_local matex_comm_t known_shell = nullptr;
+  if (comm != known_shell) {
+    Registry& reg = registry();
+    std::lock_guard<std::mutex> lock(reg.mutex);
+    if (reg.shells.count(comm) == 0) {
+      MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "comm is not a live communicator (never initialized by matex_init)");
+    }
+    known_shell = comm;
   }
   if (!comm->impl) MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "comm is not a live communicator (already finalized)");
   return *comm->impl;

@@ -237,7 +237,7 @@ void Communicator::run_collective(Body&& body) {
 }
 
 const char* Communicator::last_algorithm(matex_collective_t coll) const {
-  return last_[collective_index(coll)].c_str();
+  return last_[collective_index(coll)];
 }
 
 void Communicator::allreduce(const void* send, void* recv, size_t count, matex_dtype_t dtype, matex_op_t op) {
@@ -268,7 +268,7 @@ void Communicator::broadcast(void* buffer, size_t count, matex_dtype_t dtype, in
                                            std::to_string(layout_.world_size - 1) + ")");
   }
   std::string chosen = select_broadcast(context_, choice_[MATEX_COLL_BROADCAST]);
-  last_[MATEX_COLL_BROADCAST] = chosen;
+  last_[MATEX_COLL_BROADCAST] = chosen == "hier" ? "hier" : "flat";
   run_collective([&] {
     if (count == 0) return;
     if (chosen == "hier") broadcast_hierarchical(context_, buffer, count, dtype, root);

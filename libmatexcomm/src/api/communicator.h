@@ -65,7 +65,7 @@ class Communicator {
   AllreduceThresholds thresholds_;
   size_t streaming_min_bytes_ = 0;
   std::string choice_[4];
-  std::string last_[4];
+  const char* last_[4] = {"", "", "", ""};  // static strings: no copy per call
   uint64_t sequence_ = 0;
   std::string failure_;  // non-empty once the communicator has failed
 };

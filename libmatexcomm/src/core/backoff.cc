@@ -21,19 +21,25 @@ inline void cpu_relax() {
 
 Backoff::Backoff(double timeout_seconds, BackoffPace pace)
     : pace_(pace),
-      timeout_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds))),
-      start_(Clock::now()),
-      now_(start_),
-      deadline_(start_ + timeout_) {}
+      timeout_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds))) {}
 
-void Backoff::extend() { deadline_ = now_ + timeout_; }
+void Backoff::extend() {
+  if (started_) deadline_ = now_ + timeout_;  // before the first pause the whole timeout is still ahead
+}
 
-double Backoff::elapsed_seconds() const { return std::chrono::duration<double>(now_ - start_).count(); }
+double Backoff::elapsed_seconds() const {
+  return started_ ? std::chrono::duration<double>(now_ - start_).count() : 0.0;
+}
 
 bool Backoff::pause() {
+  if (!started_) {
+    start_ = now_ = Clock::now();
+    deadline_ = start_ + timeout_;
+    started_ = true;
+  }
   ++rounds_;
   if (rounds_ < pace_.spin_rounds) {
-    for (int i = 0; i < 8; ++i) cpu_relax();
+    cpu_relax();
     if (rounds_ % 256 != 0) return true;  // read the clock now and then only
   } else if (!pace_.sleep_after_yields || rounds_ < pace_.spin_rounds + pace_.yield_rounds) {
     sched_yield();

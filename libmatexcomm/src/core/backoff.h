@@ -5,7 +5,10 @@
 // on 2 cores) still progress. Every wait is bounded: after `timeout_seconds`
 // the caller is told to give up and must raise MATEX_ERR_TIMEOUT naming the
 // peer it was waiting for. The clock is read inside pause() only, and not on
-// every spin, so a waiting loop stays cheap.
+// every spin, so a waiting loop stays cheap; a wait that is over before its
+// first pause() never reads it. Each spin is a single CPU pause (tens to a
+// hundred and more cycles), so a waiter notices a peer's flag soon after it
+// lands: at 0.3 to 0.5 us per tiny collective, every spin counts.
 #pragma once
 
 #include <chrono>
@@ -19,8 +22,8 @@ struct BackoffPace {
   unsigned spin_rounds;
   unsigned yield_rounds;
   bool sleep_after_yields;
-  static BackoffPace for_dedicated_cores() { return {256, ~0u, false}; }
-  static BackoffPace for_shared_cores() { return {4, 1024, true}; }
+  static BackoffPace for_dedicated_cores() { return {2048, ~0u, false}; }
+  static BackoffPace for_shared_cores() { return {32, 1024, true}; }
 };
 
 class Backoff {
@@ -28,7 +31,7 @@ class Backoff {
   Backoff(double timeout_seconds, BackoffPace pace);
   // Waits a little. Returns false once the deadline has passed.
   bool pause();
-  // Seconds since construction, as of the last clock reading in pause().
+  // Seconds since the first pause(), as of the last clock reading.
   double elapsed_seconds() const;
   // Restarts the timeout from the last clock reading (the peer showed it is
   // alive); keeps the pace.
@@ -42,6 +45,7 @@ class Backoff {
   Clock::time_point now_;  // the last clock reading
   Clock::time_point deadline_;
   unsigned rounds_ = 0;
+  bool started_ = false;  // the clock has been read: the wait is on
 };
 
 }  // namespace matexcomm

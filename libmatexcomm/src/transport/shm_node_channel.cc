@@ -130,25 +130,15 @@ void ShmNodeChannel::wait_peers(const char* stage, uint64_t round, int first, in
   }
 }
 
-uint64_t ShmNodeChannel::open_round() {
-  const uint64_t round = ++round_;
-  if (round > 2) {
-    wait_peers("finish", round - 2, 0, local_size_, [&](const Control& c) {
-      return c.consumed.load(std::memory_order_acquire) >= round - 2;
-    });
-  }
-  return round;
-}
-
 void ShmNodeChannel::post_and_gather(uint64_t round, const CallDescriptor& descriptor) {
   Control& mine = control(local_rank_);
-  mine.descriptor[round & 1] = descriptor;
-  mine.posted[round & 1].store(round, std::memory_order_release);
+  mine.post[round & 1].descriptor = descriptor;
+  mine.post[round & 1].posted.store(round, std::memory_order_release);
   wait_peers("post its data for", round, 0, local_size_, [&](const Control& c) {
-    return c.posted[round & 1].load(std::memory_order_acquire) >= round;
+    return c.post[round & 1].posted.load(std::memory_order_acquire) >= round;
   });
   for (int peer = 0; peer < local_size_; ++peer) {
-    const CallDescriptor& theirs = control(peer).descriptor[round & 1];
+    const CallDescriptor& theirs = control(peer).post[round & 1].descriptor;
     if (!(theirs == descriptor)) fail_mismatch(round, peer, descriptor, theirs);
   }
 }
@@ -162,7 +152,6 @@ uint64_t ShmNodeChannel::stage_input(const void* input, size_t bytes, const Call
 void ShmNodeChannel::exchange_descriptor(const CallDescriptor& descriptor) {
   const uint64_t round = stage_input(nullptr, 0, descriptor);
   mark_ready(round);
-  mark_consumed(round);
 }
 
 uint64_t ShmNodeChannel::expose_buffers(const CallDescriptor& descriptor, const void* send, void* recv) {
@@ -178,18 +167,13 @@ ShmNodeChannel::PeerBuffers ShmNodeChannel::peer_buffers(int peer) const {
           reinterpret_cast<char*>(c.recv_address)};
 }
 
-void ShmNodeChannel::mark_consumed(uint64_t round) {
-  control(local_rank_).consumed.store(round, std::memory_order_release);
-}
-
 void ShmNodeChannel::fail_mismatch(uint64_t round, int peer, const CallDescriptor& mine,
                                    const CallDescriptor& theirs) {
   // Every local rank sees the same descriptors and stops here, so closing the
   // round keeps the counters in step for the next call.
   mark_ready(round);
-  control(local_rank_).consumed.store(round, std::memory_order_release);
   for (int l = 0; l < local_size_; ++l) {
-    highest_sequence_seen_ = std::max(highest_sequence_seen_, control(l).descriptor[round & 1].sequence);
+    highest_sequence_seen_ = std::max(highest_sequence_seen_, control(l).post[round & 1].descriptor.sequence);
   }
   std::string hint;
   if (mine.algorithm != theirs.algorithm && mine.count == theirs.count && mine.dtype == theirs.dtype) {
@@ -211,7 +195,6 @@ void ShmNodeChannel::wait_ready(uint64_t round, int first, int count) {
 
 void ShmNodeChannel::drain_result(uint64_t round, void* output, size_t bytes) {
   std::memcpy(output, result(round), bytes);
-  mark_consumed(round);
 }
 
 void ShmNodeChannel::abandon() noexcept {

@@ -5,9 +5,11 @@
 // increasing round counters, and two buffer sets (double buffering) of
 // `local_size` input slots plus one result region, each chunk_bytes long.
 //
-// A collective is cut into rounds; round t uses buffer set t % 2. A rank may
-// refill set b for round t only when every local rank has consumed round t-2,
-// so copy-in of round t overlaps copy-out of round t-1 (a two-stage pipeline).
+// A collective is cut into rounds; round t uses buffer set t % 2. Every round
+// opens with every local rank posting, and a rank posts round t-1 only after
+// it is done with round t-2; so a rank that has seen every post of round t-1
+// may refill set t % 2 without another wait, and copy-in of round t overlaps
+// copy-out of round t-1 (a two-stage pipeline).
 //
 // Waiting: every wait backs off (core/backoff.h), warns once after
 // MATEX_STALL_WARNING_SECONDS and fails after MATEX_TIMEOUT_SECONDS naming
@@ -86,7 +88,7 @@ class ShmNodeChannel {
   void mark_ready(uint64_t round);
   // Blocks until local ranks [first, first + count) have marked `round` ready.
   void wait_ready(uint64_t round, int first, int count);
-  // The close of a round: copy `bytes` of the result to `output`, mark consumed.
+  // The close of a round: copy `bytes` of the result to `output`.
   void drain_result(uint64_t round, void* output, size_t bytes);
 
   // A round without data, so that a call with count 0 still meets its peers'
@@ -95,7 +97,7 @@ class ShmNodeChannel {
 
   // A round without data that also publishes this rank's user buffers, for
   // algorithms that move data with cross-memory attach (transport/cma_copy.h).
-  // Returns the round; close it with mark_ready / wait_ready / mark_consumed.
+  // Returns the round; close it with mark_ready / wait_ready.
   uint64_t expose_buffers(const CallDescriptor& descriptor, const void* send, void* recv);
   struct PeerBuffers {
     pid_t pid;
@@ -104,7 +106,6 @@ class ShmNodeChannel {
   };
   // The buffers local rank `peer` exposed in the current round.
   PeerBuffers peer_buffers(int peer) const;
-  void mark_consumed(uint64_t round);
 
   // After MATEX_ERR_MISMATCH: the highest call sequence any local rank posted,
   // so the communicator can resume in step with its peers.
@@ -126,11 +127,16 @@ class ShmNodeChannel {
   void abandon() noexcept;
 
  private:
-  struct alignas(128) Control {
-    std::atomic<uint64_t> posted[2];
-    CallDescriptor descriptor[2];
+  // One cache line per round parity: the post flag and the call it belongs
+  // to, so that a peer gets both with one transfer.
+  struct alignas(64) Post {
+    std::atomic<uint64_t> posted;
+    CallDescriptor descriptor;
+  };
+  static_assert(sizeof(Post) == 64, "a post fills exactly one cache line");
+  struct alignas(64) Control {
+    Post post[2];
     std::atomic<uint64_t> ready;
-    std::atomic<uint64_t> consumed;
     std::atomic<uint32_t> failed;  // this rank abandoned the channel
     std::atomic<uint32_t> in_mpi;  // this rank is inside an MPI call across nodes
     int64_t pid;                   // written once at set-up
@@ -141,8 +147,8 @@ class ShmNodeChannel {
   static_assert(std::atomic<uint32_t>::is_always_lock_free, "shared-memory flags need lock-free atomics");
 
   Control& control(int local_rank) const;
-  // Draws the next round and waits until its buffer set is free.
-  uint64_t open_round();
+  // Draws the next round. Its buffer set is free: see the top of this file.
+  uint64_t open_round() { return ++round_; }
   // Posts my slot with the descriptor, waits for every peer's, compares them.
   void post_and_gather(uint64_t round, const CallDescriptor& descriptor);
   // Waits until reached(peer) holds for every peer in [first, first + count) but me.
