@@ -159,6 +159,61 @@ MATEX_API matex_status_t matex_reduce_scatter(matex_comm_t comm, const void* sen
 
 MATEX_API matex_status_t matex_barrier(matex_comm_t comm);
 
+/* ---- asynchronous engine ------------------------------------------------------ */
+/* Tensors are handed over by name from any thread and complete later, in an
+ * order every rank agrees on: a background thread matches names across ranks
+ * and fuses small allreduces (docs/engine.md). Needs MPI_THREAD_MULTIPLE. */
+typedef struct matex_engine_s* matex_engine_t;
+typedef struct matex_request_s* matex_request_t;
+
+/* Runs on the engine's thread when a tensor completes; message is "" on success. */
+typedef void (*matex_completion_fn)(matex_status_t status, const char* message, void* user_data);
+
+typedef struct {
+  const char* name;             /* matched across ranks; unique among tensors in flight */
+  matex_collective_t coll;      /* MATEX_COLL_ALLREDUCE or MATEX_COLL_BROADCAST */
+  const void* sendbuf;          /* allreduce input, or MATEX_IN_PLACE (then recvbuf holds it) */
+  void* recvbuf;                /* allreduce output; the broadcast buffer */
+  size_t count;                 /* elements */
+  matex_dtype_t dtype;
+  matex_op_t op;                /* allreduce */
+  int root;                     /* broadcast */
+  double prescale;              /* allreduce, floating dtypes: inputs are multiplied by it; 0 means 1 */
+  double postscale;             /* the result is multiplied by it; 0 means 1 */
+  matex_completion_fn callback; /* optional */
+  void* user_data;              /* passed to callback */
+} matex_tensor_op_t;
+
+/* Starts an engine over comm's ranks (its own communicator and thread).
+ * Collective over comm. */
+MATEX_API matex_status_t matex_engine_create(matex_comm_t comm, matex_engine_t* engine);
+/* Collective. Tensors still pending fail with MATEX_ERR_NOT_INITIALIZED ("shut
+ * down"); their requests stay valid until freed. Sets *engine to NULL. */
+MATEX_API matex_status_t matex_engine_destroy(matex_engine_t* engine);
+/* Queues n tensors (all, or none if any is invalid). The buffers must stay
+ * untouched until the tensor completes. requests: NULL (nothing to wait on;
+ * use callbacks), or n slots that receive one request each, to wait on, test
+ * and free. */
+MATEX_API matex_status_t matex_engine_submit(matex_engine_t engine, const matex_tensor_op_t* ops, size_t n,
+                                             matex_request_t* requests);
+/* Blocks until the tensor completes; returns its status (message: matex_last_error). */
+MATEX_API matex_status_t matex_request_wait(matex_request_t request);
+/* *done = 1 and the tensor's status once complete; *done = 0 and MATEX_SUCCESS before. */
+MATEX_API matex_status_t matex_request_test(matex_request_t request, int* done);
+/* Releases a request (complete or not: the engine keeps what it needs). Sets *request to NULL. */
+MATEX_API matex_status_t matex_request_free(matex_request_t* request);
+
+typedef struct {
+  uint64_t cycles;                 /* coordination cycles so far */
+  uint64_t cached_cycles;          /* decided by one bitwise-and allreduce of the cache bits */
+  uint64_t full_cycles;            /* with a gather and broadcast through rank 0 */
+  uint64_t idle_cycles;            /* cached cycles with nothing pending on this rank */
+  double idle_coordination_us;     /* mean time of an idle cycle's coordination */
+  uint64_t fused_responses;        /* operations that carried more than one tensor */
+  uint64_t tensors;                /* tensors completed */
+} matex_engine_stats_t;
+MATEX_API matex_status_t matex_engine_stats(matex_engine_t engine, matex_engine_stats_t* stats);
+
 /* ---- helpers ---------------------------------------------------------------- */
 /* Bytes per element; 0 for an unknown dtype. */
 MATEX_API size_t matex_dtype_size(matex_dtype_t dtype);

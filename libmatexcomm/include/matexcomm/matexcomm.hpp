@@ -4,6 +4,10 @@
 //   comm.allreduce(in.data(), out.data(), n, MATEX_FLOAT32, MATEX_SUM);
 //                                             // ~Communicator calls matex_finalize
 //
+//   matex::Engine engine(comm);               // asynchronous engine (collective)
+//   matex::Request r = engine.allreduce("grad/w1", in.data(), out.data(), n, MATEX_FLOAT32, MATEX_SUM);
+//   r.wait();                                 // throws matex::Error if the tensor failed
+//
 // Failures throw matex::Error, which carries the status and the library's message.
 #ifndef MATEXCOMM_MATEXCOMM_HPP
 #define MATEXCOMM_MATEXCOMM_HPP
@@ -11,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "matexcomm/matexcomm.h"
 
@@ -94,6 +99,90 @@ class Communicator {
     return value;
   }
   matex_comm_t comm_ = nullptr;
+};
+
+// One submitted tensor; frees its request when it goes.
+class Request {
+ public:
+  Request() = default;
+  explicit Request(matex_request_t adopted) : request_(adopted) {}
+  ~Request() {
+    if (request_ != nullptr) matex_request_free(&request_);
+  }
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  Request(Request&& other) noexcept : request_(std::exchange(other.request_, nullptr)) {}
+  Request& operator=(Request&& other) noexcept {
+    if (this != &other) {
+      if (request_ != nullptr) matex_request_free(&request_);
+      request_ = std::exchange(other.request_, nullptr);
+    }
+    return *this;
+  }
+
+  void wait() { check(matex_request_wait(request_)); }
+  bool done() {
+    int finished = 0;
+    check(matex_request_test(request_, &finished));
+    return finished != 0;
+  }
+
+ private:
+  matex_request_t request_ = nullptr;
+};
+
+class Engine {
+ public:
+  explicit Engine(const Communicator& comm) { check(matex_engine_create(comm.handle(), &engine_)); }
+  ~Engine() {
+    if (engine_ != nullptr) matex_engine_destroy(&engine_);
+  }
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  matex_engine_t handle() const noexcept { return engine_; }
+
+  // All or none; one Request per op, in order.
+  std::vector<Request> submit(const std::vector<matex_tensor_op_t>& ops) {
+    std::vector<matex_request_t> raw(ops.size(), nullptr);
+    check(matex_engine_submit(engine_, ops.data(), ops.size(), raw.data()));
+    std::vector<Request> requests;
+    requests.reserve(raw.size());
+    for (matex_request_t r : raw) requests.emplace_back(r);
+    return requests;
+  }
+  Request allreduce(const std::string& name, const void* send, void* recv, size_t count, matex_dtype_t dtype,
+                    matex_op_t op, double prescale = 1.0, double postscale = 1.0) {
+    matex_tensor_op_t t{};
+    t.name = name.c_str();
+    t.coll = MATEX_COLL_ALLREDUCE;
+    t.sendbuf = send;
+    t.recvbuf = recv;
+    t.count = count;
+    t.dtype = dtype;
+    t.op = op;
+    t.prescale = prescale;
+    t.postscale = postscale;
+    return std::move(submit({t})[0]);
+  }
+  Request broadcast(const std::string& name, void* buffer, size_t count, matex_dtype_t dtype, int root) {
+    matex_tensor_op_t t{};
+    t.name = name.c_str();
+    t.coll = MATEX_COLL_BROADCAST;
+    t.recvbuf = buffer;
+    t.count = count;
+    t.dtype = dtype;
+    t.root = root;
+    return std::move(submit({t})[0]);
+  }
+  matex_engine_stats_t stats() const {
+    matex_engine_stats_t s{};
+    check(matex_engine_stats(engine_, &s));
+    return s;
+  }
+
+ private:
+  matex_engine_t engine_ = nullptr;
 };
 
 }  // namespace matex

@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "api/c_api_support.h"
 #include "api/communicator.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -25,9 +26,14 @@ struct matex_comm_s {
   std::unique_ptr<matexcomm::Communicator> impl;
 };
 
-namespace {
-
+namespace matexcomm::capi {
 thread_local std::string g_last_error;
+}  // namespace matexcomm::capi
+
+using matexcomm::capi::g_last_error;
+using matexcomm::capi::guarded;
+
+namespace {
 
 struct Registry {
   std::mutex mutex;
@@ -41,29 +47,9 @@ Registry& registry() {
   return instance;
 }
 
-template <class Body>
-matex_status_t guarded(Body&& body) noexcept {
-  try {
-    body();
-    return MATEX_SUCCESS;
-  } catch (const matexcomm::Error& error) {
-    g_last_error = error.message();
-    if (matexcomm::log_level() == matexcomm::LogLevel::kDebug && !error.breadcrumb().empty()) {
-      g_last_error += " [" + error.breadcrumb() + "]";
-    }
-    MATEX_LOG(matexcomm::LogLevel::kInfo, g_last_error);
-    return error.status();
-  } catch (const std::bad_alloc&) {
-    g_last_error = "out of memory";
-    return MATEX_ERR_SYSTEM;
-  } catch (const std::exception& error) {
-    g_last_error = std::string("internal error: ") + error.what();
-    return MATEX_ERR_INTERNAL;
-  } catch (...) {
-    g_last_error = "internal error: unknown exception";
-    return MATEX_ERR_INTERNAL;
-  }
-}
+}  // namespace
+
+namespace matexcomm::capi {
 
 matexcomm::Communicator& live_comm(matex_comm_t comm) {
   if (comm == nullptr) {
@@ -87,6 +73,13 @@ matexcomm::Communicator& live_comm(matex_comm_t comm) {
 void require_out(const void* pointer, const char* argument) {
   MATEX_REQUIRE(pointer != nullptr, MATEX_ERR_INVALID_ARG, std::string(argument) + " is NULL");
 }
+
+}  // namespace matexcomm::capi
+
+using matexcomm::capi::live_comm;
+using matexcomm::capi::require_out;
+
+namespace {
 
 void create(MPI_Comm parent, matex_comm_t* out) {
   require_out(out, "comm");

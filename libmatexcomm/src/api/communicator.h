@@ -27,6 +27,8 @@ class Communicator {
   Communicator& operator=(const Communicator&) = delete;
 
   const topo::Layout& layout() const { return layout_; }
+  // The communicator's private duplicate of its MPI communicator.
+  MPI_Comm mpi_comm() const { return world_.get(); }
 
   void set_algorithm(matex_collective_t coll, const char* name);
   const char* last_algorithm(matex_collective_t coll) const;

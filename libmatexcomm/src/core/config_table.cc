@@ -26,7 +26,8 @@ const std::vector<ConfigEntry>& config_table() {
        "it (a peer inside an MPI call across nodes is not missing). With several nodes a timeout ends "
        "the job (MPI_Abort), since other nodes would wait forever."},
       {"MATEX_STALL_WARNING_SECONDS", ConfigType::kSeconds, "60", "", 0.001, 1e6, kPerRank,
-       "After this long waiting for a peer on the same node, warn once on stderr, naming it."},
+       "After this long waiting for a peer on the same node, warn once on stderr, naming it. The "
+       "engine's rank 0 likewise warns about tensors that some ranks have submitted and others not."},
       {"MATEX_ALLREDUCE_ALGO", ConfigType::kChoice, "auto", "auto|flat|rs_ar_ag|rs_ar_ag_cma|rab|oneshot",
        kUnbounded, kUnbounded,
        kSameOnAllRanks, "Allreduce algorithm: auto selects by message size."},
@@ -53,6 +54,15 @@ const std::vector<ConfigEntry>& config_table() {
       {"MATEX_STREAMING_MIN_BYTES", ConfigType::kBytes, "32M", "", 0, 1e18, kPerRank,
        "Out-of-place allreduces of at least this many bytes write their output with streaming "
        "(non-temporal) stores, which skip reading lines that will not stay in cache anyway."},
+      {"MATEX_FUSION_BYTES", ConfigType::kBytes, "32M", "", 0, 1e18, kSameOnAllRanks,
+       "The engine fuses ready allreduces of one dtype and op into buffers of up to this many bytes "
+       "(0: no fusion). Larger tensors run alone, straight in the caller's buffers."},
+      {"MATEX_CYCLE_MS", ConfigType::kInt, "1", "", 0, 10000, kSameOnAllRanks,
+       "An engine with nothing to do still meets the other ranks this often (milliseconds), so that "
+       "tensors another rank submits are matched; submitting wakes it at once."},
+      {"MATEX_STALL_SHUTDOWN_SECONDS", ConfigType::kSeconds, "0", "", 0, 1e6, kSameOnAllRanks,
+       "When > 0, an engine tensor that some ranks submitted and others did not for this long fails on "
+       "the ranks that submitted it, instead of waiting forever. 0: off."},
       {"MATEX_SHM_DISABLE", ConfigType::kBool, "0", "", kUnbounded, kUnbounded, kSameOnAllRanks,
        "1: never use shared memory; every algorithm falls back to flat MPI."},
       {"MATEX_CMA_DISABLE", ConfigType::kBool, "0", "", kUnbounded, kUnbounded, kSameOnAllRanks,

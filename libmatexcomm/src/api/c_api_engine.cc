@@ -1,0 +1,175 @@
+// c_api_engine.cc - the extern "C" surface of the asynchronous engine. Like
+// communicators, engine handles are shells that are never freed, checked
+// against a registry before use; requests are plain heap objects owned by the
+// caller until matex_request_free.
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "api/c_api_support.h"
+#include "api/communicator.h"
+#include "engine/engine.h"
+#include "matexcomm/matexcomm.h"
+
+struct matex_engine_s {
+  std::unique_ptr<matexcomm::Engine> impl;
+};
+
+struct matex_request_s {
+  std::shared_ptr<matexcomm::RequestState> state;
+};
+
+using matexcomm::capi::g_last_error;
+using matexcomm::capi::guarded;
+using matexcomm::capi::require_out;
+
+namespace {
+
+struct EngineRegistry {
+  std::mutex mutex;
+  std::unordered_set<matex_engine_t> shells;
+};
+
+EngineRegistry& engines() {
+  static EngineRegistry instance;
+  return instance;
+}
+
+matexcomm::Engine& live_engine(matex_engine_t engine) {
+  MATEX_REQUIRE(engine != nullptr, MATEX_ERR_NOT_INITIALIZED, "engine is NULL: call matex_engine_create first");
+  EngineRegistry& reg = engines();
+  std::lock_guard<std::mutex> lock(reg.mutex);
+  MATEX_REQUIRE(reg.shells.count(engine) != 0, MATEX_ERR_NOT_INITIALIZED,
+                "engine is not an engine made by matex_engine_create");
+  MATEX_REQUIRE(engine->impl != nullptr, MATEX_ERR_NOT_INITIALIZED, "engine was already destroyed");
+  return *engine->impl;
+}
+
+double factor_or_one(double factor) { return factor == 0.0 ? 1.0 : factor; }
+
+matexcomm::TensorOp convert(const matex_tensor_op_t& in, size_t index) {
+  matexcomm::TensorOp op;
+  MATEX_REQUIRE(in.name != nullptr, MATEX_ERR_INVALID_ARG, "ops[" + std::to_string(index) + "].name is NULL");
+  op.name = in.name;
+  op.spec.dtype = in.dtype;
+  op.spec.count = in.count;
+  switch (in.coll) {
+    case MATEX_COLL_ALLREDUCE:
+      op.spec.kind = matexcomm::TensorKind::kAllreduce;
+      op.spec.op = in.op;
+      op.recv = in.recvbuf;
+      op.send = in.sendbuf == MATEX_IN_PLACE ? in.recvbuf : in.sendbuf;
+      op.prescale = factor_or_one(in.prescale);
+      op.postscale = factor_or_one(in.postscale);
+      break;
+    case MATEX_COLL_BROADCAST:
+      op.spec.kind = matexcomm::TensorKind::kBroadcast;
+      op.spec.root = in.root;
+      op.recv = in.recvbuf;
+      break;
+    default:
+      MATEX_RAISE(MATEX_ERR_INVALID_ARG, "tensor '" + op.name + "': coll " + std::to_string(in.coll) +
+                                             " is not available in the engine (allreduce or broadcast)");
+  }
+  op.state = std::make_shared<matexcomm::RequestState>(in.callback, in.user_data);
+  return op;
+}
+
+}  // namespace
+
+extern "C" {
+
+matex_status_t matex_engine_create(matex_comm_t comm, matex_engine_t* engine) {
+  return guarded([&] {
+    require_out(engine, "engine");
+    *engine = nullptr;
+    auto impl = std::make_unique<matexcomm::Engine>(matexcomm::capi::live_comm(comm).mpi_comm());
+    EngineRegistry& reg = engines();
+    std::lock_guard<std::mutex> lock(reg.mutex);
+    auto shell = new matex_engine_s{std::move(impl)};
+    reg.shells.insert(shell);
+    *engine = shell;
+  });
+}
+
+matex_status_t matex_engine_destroy(matex_engine_t* engine) {
+  return guarded([&] {
+    require_out(engine, "engine");
+    live_engine(*engine);
+    std::unique_ptr<matexcomm::Engine> owned;
+    {
+      EngineRegistry& reg = engines();
+      std::lock_guard<std::mutex> lock(reg.mutex);
+      owned = std::move((*engine)->impl);  // the shell stays registered, now dead
+    }
+    owned.reset();  // joins the thread (collective), outside the registry lock
+    *engine = nullptr;
+  });
+}
+
+matex_status_t matex_engine_submit(matex_engine_t engine, const matex_tensor_op_t* ops, size_t n,
+                                   matex_request_t* requests) {
+  return guarded([&] {
+    matexcomm::Engine& impl = live_engine(engine);
+    MATEX_REQUIRE(n == 0 || ops != nullptr, MATEX_ERR_INVALID_ARG, "ops is NULL");
+    std::vector<matexcomm::TensorOp> converted;
+    converted.reserve(n);
+    for (size_t i = 0; i < n; ++i) converted.push_back(convert(ops[i], i));
+    std::vector<std::unique_ptr<matex_request_s>> handles;
+    if (requests != nullptr) {
+      for (const auto& op : converted) handles.push_back(std::make_unique<matex_request_s>(matex_request_s{op.state}));
+    }
+    impl.submit(std::move(converted));  // throws without queuing anything
+    for (size_t i = 0; i < handles.size(); ++i) requests[i] = handles[i].release();
+  });
+}
+
+matex_status_t matex_engine_stats(matex_engine_t engine, matex_engine_stats_t* stats) {
+  return guarded([&] {
+    require_out(stats, "stats");
+    const matexcomm::EngineStats s = live_engine(engine).stats();
+    stats->cycles = s.cycles;
+    stats->cached_cycles = s.cached_cycles;
+    stats->full_cycles = s.full_cycles;
+    stats->idle_cycles = s.idle_cycles;
+    stats->idle_coordination_us =
+        s.idle_cycles == 0 ? 0.0 : s.idle_coordination_seconds * 1e6 / static_cast<double>(s.idle_cycles);
+    stats->fused_responses = s.fused_responses;
+    stats->tensors = s.tensors;
+  });
+}
+
+matex_status_t matex_request_wait(matex_request_t request) {
+  matex_status_t outcome = MATEX_SUCCESS;
+  const matex_status_t status = guarded([&] {
+    MATEX_REQUIRE(request != nullptr && request->state, MATEX_ERR_INVALID_ARG, "request is NULL");
+    std::string message;
+    outcome = request->state->wait(&message);
+    if (outcome != MATEX_SUCCESS) g_last_error = message;
+  });
+  return status != MATEX_SUCCESS ? status : outcome;
+}
+
+matex_status_t matex_request_test(matex_request_t request, int* done) {
+  matex_status_t outcome = MATEX_SUCCESS;
+  const matex_status_t status = guarded([&] {
+    require_out(done, "done");
+    MATEX_REQUIRE(request != nullptr && request->state, MATEX_ERR_INVALID_ARG, "request is NULL");
+    std::string message;
+    *done = request->state->test(&outcome, &message) ? 1 : 0;
+    if (outcome != MATEX_SUCCESS) g_last_error = message;
+  });
+  return status != MATEX_SUCCESS ? status : outcome;
+}
+
+matex_status_t matex_request_free(matex_request_t* request) {
+  return guarded([&] {
+    require_out(request, "request");
+    delete *request;
+    *request = nullptr;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,343 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "api/communicator.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/logging.h"
+#include "engine/scaling.h"
+
+namespace matexcomm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxNameBytes = 4096;
+
+bool is_unit(double factor) { return factor == 1.0; }
+
+}  // namespace
+
+Engine::Engine(MPI_Comm parent) : config_(Config::from_environment()) {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE) {
+    MATEX_RAISE(MATEX_ERR_UNSUPPORTED, "the engine needs MPI_THREAD_MULTIPLE (MPI was initialized with a lower "
+                                       "thread level); let matex_init initialize MPI or call MPI_Init_thread");
+  }
+  comm_ = std::make_unique<Communicator>(parent);
+  control_ = UniqueComm::duplicate(parent);
+  rank_ = control_.rank();
+  size_ = control_.size();
+  fusion_bytes_ = config_.get_bytes("MATEX_FUSION_BYTES");
+  cycle_seconds_ = static_cast<double>(config_.get_int("MATEX_CYCLE_MS")) / 1000.0;
+  stall_warning_seconds_ = config_.get_seconds("MATEX_STALL_WARNING_SECONDS");
+  stall_shutdown_seconds_ = config_.get_seconds("MATEX_STALL_SHUTDOWN_SECONDS");
+  if (rank_ == 0) coordinator_ = std::make_unique<Coordinator>(size_, fusion_bytes_);
+  thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Engine::check(const TensorOp& op) const {
+  MATEX_REQUIRE(!op.name.empty(), MATEX_ERR_INVALID_ARG, "tensor name is empty");
+  MATEX_REQUIRE(op.name.size() <= kMaxNameBytes, MATEX_ERR_INVALID_ARG,
+                "tensor name is longer than " + std::to_string(kMaxNameBytes) + " bytes");
+  const std::string what = "tensor '" + op.name + "': ";
+  const matex_dtype_t dtype = static_cast<matex_dtype_t>(op.spec.dtype);
+  MATEX_REQUIRE(dtype_valid(dtype), MATEX_ERR_INVALID_ARG, what + "dtype " + std::to_string(op.spec.dtype) + " is not a matex_dtype_t");
+  const bool has_data = op.spec.count > 0;
+  switch (op.spec.kind) {
+    case TensorKind::kAllreduce: {
+      const matex_op_t reduction = static_cast<matex_op_t>(op.spec.op);
+      MATEX_REQUIRE(op_valid(reduction), MATEX_ERR_INVALID_ARG, what + "op " + std::to_string(op.spec.op) + " is not a matex_op_t");
+      MATEX_REQUIRE(reduction != MATEX_AVG || dtype_is_floating(dtype), MATEX_ERR_INVALID_ARG,
+                    what + "avg needs a floating dtype, not " + dtype_name(dtype));
+      MATEX_REQUIRE(!has_data || (op.send != nullptr && op.recv != nullptr), MATEX_ERR_INVALID_ARG,
+                    what + (op.send == nullptr ? "sendbuf" : "recvbuf") + " is NULL");
+      MATEX_REQUIRE(dtype_is_floating(dtype) || (is_unit(op.prescale) && is_unit(op.postscale)),
+                    MATEX_ERR_INVALID_ARG, what + "prescale and postscale need a floating dtype, not " + dtype_name(dtype));
+      break;
+    }
+    case TensorKind::kBroadcast:
+      MATEX_REQUIRE(!has_data || op.recv != nullptr, MATEX_ERR_INVALID_ARG, what + "buffer is NULL");
+      MATEX_REQUIRE(op.spec.root >= 0 && op.spec.root < size_, MATEX_ERR_INVALID_ARG,
+                    what + "root " + std::to_string(op.spec.root) + " is not a rank (0.." + std::to_string(size_ - 1) + ")");
+      break;
+    case TensorKind::kAllgather:
+      MATEX_RAISE(MATEX_ERR_UNSUPPORTED, what + "allgather through the engine is not available yet");
+  }
+}
+
+void Engine::submit(std::vector<TensorOp> ops) {
+  std::unordered_set<std::string> names;
+  for (const TensorOp& op : ops) {
+    check(op);
+    MATEX_REQUIRE(names.insert(op.name).second, MATEX_ERR_INVALID_ARG,
+                  "tensor '" + op.name + "' appears twice in one submission");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    MATEX_REQUIRE(!stopping_ && !stopped_, MATEX_ERR_NOT_INITIALIZED, "the engine is shut down");
+    for (const TensorOp& op : ops) {
+      MATEX_REQUIRE(in_flight_.count(op.name) == 0, MATEX_ERR_INVALID_ARG,
+                    "tensor '" + op.name + "' is still in flight; submit a name again only after it completed");
+    }
+    for (TensorOp& op : ops) {
+      in_flight_.insert(op.name);
+      queue_.push_back(std::move(op));
+    }
+  }
+  wake_.notify_one();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+bool Engine::absorb_queue() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (pending_.empty()) {  // with work in flight, go round again at once: others may be ready
+    wake_.wait_for(lock, std::chrono::duration<double>(cycle_seconds_), [&] { return !queue_.empty() || stopping_; });
+  }
+  for (TensorOp& op : queue_) {
+    op.cache_bit = cache_.bit_of(op.name, op.spec);
+    op.queued_at = Clock::now();
+    std::string name = op.name;
+    pending_.emplace(std::move(name), std::move(op));
+  }
+  queue_.clear();
+  return stopping_;
+}
+
+std::vector<Response> Engine::negotiate(bool vote_shutdown, bool* cached) {
+  // Word 0 holds 1 when this rank has nothing that needs the full negotiation;
+  // the others hold one bit per cached tensor this rank has submitted.
+  std::vector<uint64_t> words(1 + (cache_.bit_count() + 63) / 64, 0);
+  bool need_full = vote_shutdown;
+  const Clock::time_point now = Clock::now();
+  for (const auto& [name, op] : pending_) {
+    if (op.cache_bit == ResponseCache::kNone) {
+      need_full = need_full || !op.announced;
+      continue;
+    }
+    words[1 + op.cache_bit / 64] |= uint64_t{1} << (op.cache_bit % 64);
+    // A cached tensor that waits long is announced in full once, so that rank 0
+    // learns who is missing it.
+    const double waited = std::chrono::duration<double>(now - op.queued_at).count();
+    need_full = need_full || (!op.announced && waited >= stall_warning_seconds_);
+  }
+  // Rank 0 inspects stalls in full cycles only; while names wait, it asks for
+  // one now and then (cached cycles alone would never show who is missing).
+  if (coordinator_ && coordinator_->has_pending() && now >= next_inspection_) need_full = true;
+  words[0] = need_full ? 0 : 1;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, words.data(), static_cast<int>(words.size()), MPI_UINT64_T, MPI_BAND,
+                          control_.get()),
+            "engine MPI_Allreduce of the cache bits");
+  *cached = (words[0] & 1) != 0;
+  if (!*cached) return negotiate_in_full(vote_shutdown);
+  std::vector<Response> responses;
+  Fuser fuser(&responses, fusion_bytes_);
+  for (size_t w = 1; w < words.size(); ++w) {
+    for (uint64_t bits = words[w]; bits != 0; bits &= bits - 1) {
+      const int bit = static_cast<int>((w - 1) * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
+      fuser.add(cache_.name(bit), cache_.spec(bit));
+      if (coordinator_) coordinator_->forget(cache_.name(bit));
+    }
+  }
+  return responses;
+}
+
+std::vector<Response> Engine::negotiate_in_full(bool vote_shutdown) {
+  Announcement mine;
+  mine.wants_shutdown = vote_shutdown;
+  for (auto& [name, op] : pending_) {
+    if (op.announced && op.cache_bit == ResponseCache::kNone) continue;  // rank 0 has it already
+    mine.entries.push_back({name, op.spec});
+    op.announced = true;
+  }
+  const std::string sent = mine.encode();
+  int length = static_cast<int>(sent.size());
+  std::vector<int> lengths(rank_ == 0 ? size_ : 0);
+  check_mpi(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, control_.get()), "engine MPI_Gather");
+  std::vector<int> offsets(lengths.size() + 1, 0);
+  for (size_t r = 0; r < lengths.size(); ++r) offsets[r + 1] = offsets[r] + lengths[r];
+  std::string gathered(rank_ == 0 ? static_cast<size_t>(offsets.back()) : 0, '\0');
+  check_mpi(MPI_Gatherv(sent.data(), length, MPI_BYTE, gathered.data(), lengths.data(), offsets.data(), MPI_BYTE, 0,
+                        control_.get()),
+            "engine MPI_Gatherv");
+  std::string answer;
+  if (rank_ == 0) {
+    const Clock::time_point now = Clock::now();
+    for (int r = 0; r < size_; ++r) {
+      coordinator_->add(r, Announcement::decode(gathered.substr(offsets[r], lengths[r])), now);
+    }
+    inspect_stalls();
+    double interval = std::min(1.0, stall_warning_seconds_ / 4);
+    if (stall_shutdown_seconds_ > 0) interval = std::min(interval, stall_shutdown_seconds_ / 4);
+    next_inspection_ = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval));
+    answer = encode_responses(coordinator_->take_responses());
+  }
+  uint64_t answer_bytes = answer.size();
+  check_mpi(MPI_Bcast(&answer_bytes, 1, MPI_UINT64_T, 0, control_.get()), "engine MPI_Bcast");
+  answer.resize(answer_bytes);
+  check_mpi(MPI_Bcast(answer.data(), static_cast<int>(answer_bytes), MPI_BYTE, 0, control_.get()), "engine MPI_Bcast");
+  return decode_responses(answer);
+}
+
+void Engine::inspect_stalls() {
+  const Clock::time_point now = Clock::now();
+  for (const Coordinator::Stalled& s : coordinator_->stalled(now, stall_warning_seconds_)) {
+    if (!stall_warned_.insert(s.name).second) continue;
+    std::string ranks;
+    for (int r : s.missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    MATEX_LOG(LogLevel::kWarn, "engine: tensor '" + s.name + "' has waited " + std::to_string(s.seconds) +
+                                   " s for rank(s) " + ranks + " to submit it (MATEX_STALL_WARNING_SECONDS)");
+  }
+  if (stall_shutdown_seconds_ > 0) coordinator_->fail_stalled(now, stall_shutdown_seconds_);
+}
+
+void Engine::loop() {
+  try {
+    for (;;) {
+      const bool vote_shutdown = absorb_queue();
+      const bool had_work = !pending_.empty();
+      const Clock::time_point start = Clock::now();
+      bool cached = false;
+      const std::vector<Response> responses = negotiate(vote_shutdown, &cached);
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++stats_.cycles;
+        ++(cached ? stats_.cached_cycles : stats_.full_cycles);
+        if (cached && !had_work && responses.empty()) {
+          ++stats_.idle_cycles;
+          stats_.idle_coordination_seconds += seconds;
+        }
+      }
+      bool stop = false;
+      for (const Response& response : responses) {
+        if (response.type == Response::Type::kShutdown) stop = true;
+        else execute(response);
+      }
+      if (stop) break;
+    }
+    fail_everything("the engine was shut down before this tensor completed");
+  } catch (const Error& error) {
+    // The coordination itself failed (MPI error): nothing can be matched any more.
+    fail_everything("the engine stopped: " + error.message());
+  }
+}
+
+void Engine::fail_everything(const std::string& message) {
+  std::vector<TensorOp> queued;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopped_ = true;
+    queued.swap(queue_);
+  }
+  for (TensorOp& op : queued) pending_.emplace(op.name, std::move(op));
+  std::vector<std::string> names;
+  for (const auto& entry : pending_) names.push_back(entry.first);
+  for (const std::string& name : names) finish(name, MATEX_ERR_NOT_INITIALIZED, message);
+}
+
+void Engine::finish(const std::string& name, matex_status_t status, const std::string& message) {
+  auto it = pending_.find(name);
+  if (it == pending_.end()) return;
+  std::shared_ptr<RequestState> state = std::move(it->second.state);
+  pending_.erase(it);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    in_flight_.erase(name);
+  }
+  if (state) state->complete(status, message);
+}
+
+void Engine::execute(const Response& response) {
+  // The cache changes with the response, not with the local outcome, so that
+  // it stays the same on every rank.
+  if (response.type == Response::Type::kError) {
+    for (const std::string& name : response.names) {
+      cache_.drop(name);
+      finish(name, static_cast<matex_status_t>(response.status), response.error);
+    }
+    return;
+  }
+  std::vector<TensorOp*> ops;
+  for (const std::string& name : response.names) {
+    auto it = pending_.find(name);
+    if (it == pending_.end()) MATEX_RAISE(MATEX_ERR_INTERNAL, "engine: response for unknown tensor '" + name + "'");
+    ops.push_back(&it->second);
+    cache_.add(name, it->second.spec);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.tensors += ops.size();
+    stats_.fused_responses += ops.size() > 1 ? 1 : 0;
+  }
+  try {
+    if (response.kind == TensorKind::kAllreduce) execute_allreduce(ops);
+    else execute_broadcast(*ops[0]);
+  } catch (const Error& error) {
+    for (const std::string& name : response.names) finish(name, error.status(), error.message());
+    return;
+  }
+  for (const std::string& name : response.names) finish(name, MATEX_SUCCESS, "");
+}
+
+void Engine::execute_allreduce(const std::vector<TensorOp*>& ops) {
+  const TensorSpec& spec = ops[0]->spec;
+  const matex_dtype_t dtype = static_cast<matex_dtype_t>(spec.dtype);
+  const matex_op_t op = static_cast<matex_op_t>(spec.op);
+  const size_t element = dtype_size(dtype);
+  if (ops.size() == 1) {  // alone: straight in the caller's buffers, never through the fusion buffer
+    TensorOp& only = *ops[0];
+    const void* input = only.send;
+    if (!is_unit(only.prescale)) {
+      if (only.send != only.recv && spec.count > 0) std::memcpy(only.recv, only.send, spec.count * element);
+      scale_elements(dtype, only.recv, spec.count, only.prescale);
+      input = only.recv;
+    }
+    comm_->allreduce(input, only.recv, spec.count, dtype, op);
+    scale_elements(dtype, only.recv, spec.count, only.postscale);
+    return;
+  }
+  size_t total = 0;
+  for (const TensorOp* t : ops) total += t->spec.count;
+  if (fusion_buffer_.size() < total * element) fusion_buffer_.resize(total * element);
+  char* buffer = fusion_buffer_.data();
+  size_t offset = 0;
+  for (const TensorOp* t : ops) {  // pack, scaling on the way in
+    const size_t bytes = t->spec.count * element;
+    if (bytes > 0) std::memcpy(buffer + offset, t->send, bytes);
+    scale_elements(dtype, buffer + offset, t->spec.count, t->prescale);
+    offset += bytes;
+  }
+  comm_->allreduce(MATEX_IN_PLACE, buffer, total, dtype, op);
+  offset = 0;
+  for (const TensorOp* t : ops) {  // unpack, scaling on the way out
+    const size_t bytes = t->spec.count * element;
+    if (bytes > 0) std::memcpy(t->recv, buffer + offset, bytes);
+    scale_elements(dtype, t->recv, t->spec.count, t->postscale);
+    offset += bytes;
+  }
+}
+
+void Engine::execute_broadcast(TensorOp& op) {
+  comm_->broadcast(op.recv, op.spec.count, static_cast<matex_dtype_t>(op.spec.dtype), op.spec.root);
+}
+
+}  // namespace matexcomm

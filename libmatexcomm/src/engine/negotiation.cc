@@ -1,0 +1,304 @@
+#include "engine/negotiation.h"
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+namespace matexcomm {
+
+namespace {
+
+class Writer {
+ public:
+  template <class T>
+  void put(T value) {
+    static_assert(std::is_trivially_copyable_v<T>, "plain values only");
+    const char* bytes = reinterpret_cast<const char*>(&value);
+    out_.append(bytes, sizeof value);
+  }
+  void put_string(const std::string& text) {
+    put<uint32_t>(static_cast<uint32_t>(text.size()));
+    out_ += text;
+  }
+  void put_spec(const TensorSpec& spec) {
+    put(spec.kind);
+    put(spec.dtype);
+    put(spec.op);
+    put(spec.root);
+    put(spec.count);
+    put(spec.row_elements);
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& in) : in_(in) {}
+  template <class T>
+  T get() {
+    T value;
+    need(sizeof value);
+    std::memcpy(&value, in_.data() + at_, sizeof value);
+    at_ += sizeof value;
+    return value;
+  }
+  std::string get_string() {
+    const uint32_t size = get<uint32_t>();
+    need(size);
+    std::string text = in_.substr(at_, size);
+    at_ += size;
+    return text;
+  }
+  TensorSpec get_spec() {
+    TensorSpec spec;
+    spec.kind = get<TensorKind>();
+    spec.dtype = get<int32_t>();
+    spec.op = get<int32_t>();
+    spec.root = get<int32_t>();
+    spec.count = get<uint64_t>();
+    spec.row_elements = get<uint64_t>();
+    return spec;
+  }
+  bool done() const { return at_ == in_.size(); }
+
+ private:
+  void need(size_t bytes) const {
+    if (in_.size() - at_ < bytes) MATEX_RAISE(MATEX_ERR_INTERNAL, "engine message truncated");
+  }
+  const std::string& in_;
+  size_t at_ = 0;
+};
+
+const char* kind_name(TensorKind kind) {
+  switch (kind) {
+    case TensorKind::kAllreduce: return "allreduce";
+    case TensorKind::kBroadcast: return "broadcast";
+    case TensorKind::kAllgather: return "allgather";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+bool TensorSpec::agrees_with(const TensorSpec& o) const {
+  if (kind != o.kind || dtype != o.dtype) return false;
+  switch (kind) {
+    case TensorKind::kAllreduce: return op == o.op && count == o.count;
+    case TensorKind::kBroadcast: return root == o.root && count == o.count;
+    case TensorKind::kAllgather: return row_elements == o.row_elements;  // row counts may differ
+  }
+  return false;
+}
+
+bool TensorSpec::agrees_exactly(const TensorSpec& o) const {
+  return kind == o.kind && dtype == o.dtype && op == o.op && root == o.root && count == o.count &&
+         row_elements == o.row_elements;
+}
+
+size_t TensorSpec::bytes() const {
+  return static_cast<size_t>(count * row_elements) * dtype_size(static_cast<matex_dtype_t>(dtype));
+}
+
+std::string TensorSpec::describe() const {
+  std::string text = std::string(kind_name(kind)) + " " + dtype_name(static_cast<matex_dtype_t>(dtype));
+  switch (kind) {
+    case TensorKind::kAllreduce: text += std::string(" ") + op_name(static_cast<matex_op_t>(op)); break;
+    case TensorKind::kBroadcast: text += " root=" + std::to_string(root); break;
+    case TensorKind::kAllgather: text += " row_elements=" + std::to_string(row_elements); break;
+  }
+  return text + (kind == TensorKind::kAllgather ? " rows=" : " count=") + std::to_string(count);
+}
+
+std::string Announcement::encode() const {
+  Writer w;
+  w.put<uint8_t>(wants_shutdown ? 1 : 0);
+  w.put<uint32_t>(static_cast<uint32_t>(entries.size()));
+  for (const Entry& entry : entries) {
+    w.put_string(entry.name);
+    w.put_spec(entry.spec);
+  }
+  return w.take();
+}
+
+Announcement Announcement::decode(const std::string& bytes) {
+  Reader r(bytes);
+  Announcement a;
+  a.wants_shutdown = r.get<uint8_t>() != 0;
+  const uint32_t n = r.get<uint32_t>();
+  a.entries.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    Entry entry;
+    entry.name = r.get_string();
+    entry.spec = r.get_spec();
+    a.entries.push_back(std::move(entry));
+  }
+  if (!r.done()) MATEX_RAISE(MATEX_ERR_INTERNAL, "engine announcement has trailing bytes");
+  return a;
+}
+
+std::string encode_responses(const std::vector<Response>& responses) {
+  Writer w;
+  w.put<uint32_t>(static_cast<uint32_t>(responses.size()));
+  for (const Response& response : responses) {
+    w.put(response.type);
+    w.put(response.kind);
+    w.put<uint32_t>(static_cast<uint32_t>(response.names.size()));
+    for (const std::string& name : response.names) w.put_string(name);
+    w.put<uint32_t>(static_cast<uint32_t>(response.rows.size()));
+    for (uint64_t rows : response.rows) w.put(rows);
+    w.put_string(response.error);
+    w.put(response.status);
+  }
+  return w.take();
+}
+
+std::vector<Response> decode_responses(const std::string& bytes) {
+  Reader r(bytes);
+  std::vector<Response> responses(r.get<uint32_t>());
+  for (Response& response : responses) {
+    response.type = r.get<Response::Type>();
+    response.kind = r.get<TensorKind>();
+    response.names.resize(r.get<uint32_t>());
+    for (std::string& name : response.names) name = r.get_string();
+    response.rows.resize(r.get<uint32_t>());
+    for (uint64_t& rows : response.rows) rows = r.get<uint64_t>();
+    response.error = r.get_string();
+    response.status = r.get<int32_t>();
+  }
+  if (!r.done()) MATEX_RAISE(MATEX_ERR_INTERNAL, "engine response list has trailing bytes");
+  return responses;
+}
+
+Coordinator::Coordinator(int world_size, size_t fusion_bytes)
+    : world_size_(world_size), fusion_bytes_(fusion_bytes), voted_(static_cast<size_t>(world_size), false) {}
+
+void Coordinator::add(int rank, const Announcement& announcement, Clock::time_point now) {
+  if (announcement.wants_shutdown && !voted_[rank]) {
+    voted_[rank] = true;
+    ++shutdown_votes_;
+  }
+  for (const Announcement::Entry& entry : announcement.entries) {
+    auto [it, fresh] = pending_.try_emplace(entry.name);
+    Pending& p = it->second;
+    if (fresh) {
+      p.specs.resize(world_size_);
+      p.announced.assign(world_size_, false);
+      p.order = next_order_++;
+      p.first_seen = now;
+    }
+    if (p.announced[rank]) continue;  // the engine refuses duplicates before they get here
+    p.announced[rank] = true;
+    p.specs[rank] = entry.spec;
+    if (++p.count == world_size_) ready_.push_back(entry.name);
+  }
+}
+
+Response Coordinator::check_and_describe(const std::string& name, const Pending& p) const {
+  Response response;
+  response.kind = p.specs[0].kind;
+  response.names = {name};
+  bool agree = true;
+  for (int r = 1; r < world_size_; ++r) agree = agree && p.specs[r].agrees_with(p.specs[0]);
+  if (!agree) {
+    response.type = Response::Type::kError;
+    response.status = MATEX_ERR_MISMATCH;
+    std::string error = "tensor '" + name + "' was submitted differently by the ranks:";
+    for (int r = 0; r < world_size_; ++r) error += " rank " + std::to_string(r) + ": " + p.specs[r].describe() + ";";
+    error.back() = '.';
+    response.error = error;
+    return response;
+  }
+  if (response.kind == TensorKind::kAllgather) {
+    for (int r = 0; r < world_size_; ++r) response.rows.push_back(p.specs[r].count);
+  }
+  return response;
+}
+
+void Fuser::add(const std::string& name, const TensorSpec& spec) {
+  const bool fusable = spec.kind == TensorKind::kAllreduce && spec.bytes() <= fusion_bytes_;
+  if (fusable && growing_ && last_spec_.dtype == spec.dtype && last_spec_.op == spec.op &&
+      last_bytes_ + spec.bytes() <= fusion_bytes_) {
+    out_->back().names.push_back(name);
+    last_bytes_ += spec.bytes();
+    return;
+  }
+  Response response;
+  response.kind = spec.kind;
+  response.names = {name};
+  out_->push_back(std::move(response));
+  growing_ = fusable;
+  last_spec_ = spec;
+  last_bytes_ = fusable ? spec.bytes() : 0;
+}
+
+void Fuser::add_unfusable(Response response) {
+  out_->push_back(std::move(response));
+  growing_ = false;
+}
+
+void Coordinator::forget(const std::string& name) { pending_.erase(name); }
+
+std::vector<Response> Coordinator::take_responses() {
+  std::vector<Response> out = std::move(failed_);
+  failed_.clear();
+  Fuser fuser(&out, fusion_bytes_);
+  for (const std::string& name : ready_) {
+    auto it = pending_.find(name);
+    if (it == pending_.end()) continue;  // ran through the cache meanwhile
+    Response response = check_and_describe(name, it->second);
+    if (response.type == Response::Type::kExecute && response.kind != TensorKind::kAllgather) {
+      fuser.add(name, it->second.specs[0]);
+    } else {
+      fuser.add_unfusable(std::move(response));
+    }
+    pending_.erase(it);
+  }
+  ready_.clear();
+  if (shutdown_votes_ == world_size_) {
+    Response shutdown;
+    shutdown.type = Response::Type::kShutdown;
+    out.push_back(shutdown);
+  }
+  return out;
+}
+
+std::vector<Coordinator::Stalled> Coordinator::stalled(Clock::time_point now, double seconds) const {
+  std::vector<Stalled> out;
+  for (const auto& [name, p] : pending_) {
+    const double waited = std::chrono::duration<double>(now - p.first_seen).count();
+    if (p.count == world_size_ || waited < seconds) continue;
+    Stalled s{name, {}, waited};
+    for (int r = 0; r < world_size_; ++r) {
+      if (!p.announced[r]) s.missing.push_back(r);
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+void Coordinator::fail_stalled(Clock::time_point now, double seconds) {
+  for (const Stalled& s : stalled(now, seconds)) {
+    Response response;
+    response.type = Response::Type::kError;
+    response.status = MATEX_ERR_TIMEOUT;
+    const Pending& p = pending_[s.name];
+    for (int r = 0; r < world_size_; ++r) {
+      if (p.announced[r]) response.kind = p.specs[r].kind;
+    }
+    response.names = {s.name};
+    std::string ranks;
+    for (int r : s.missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    response.error = "tensor '" + s.name + "' stalled: rank(s) " + ranks + " did not submit it within " +
+                     std::to_string(static_cast<int>(s.seconds)) + " s (MATEX_STALL_SHUTDOWN_SECONDS)";
+    failed_.push_back(std::move(response));
+    pending_.erase(s.name);
+  }
+}
+
+}  // namespace matexcomm

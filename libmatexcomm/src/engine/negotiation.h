@@ -1,0 +1,131 @@
+// negotiation.h - what ranks tell the coordinator about their tensors, what
+// the coordinator answers, and the coordinator itself.
+//
+// Every engine cycle each rank sends rank 0 an Announcement: the tensors it
+// has been handed since the last cycle (name plus TensorSpec) and whether it
+// wants to shut down. Rank 0's Coordinator collects them. A name is ready once
+// every rank has announced it; ready names leave in the order they became
+// ready (ties in announcement order), so every rank executes the same
+// operations in the same order. A ready name whose specs differ becomes an
+// error response that quotes every rank's spec. Consecutive ready allreduces
+// of one dtype and op are fused into one response of up to `fusion_bytes`.
+// The coordinator also remembers since when a name has waited for the ranks
+// that have not announced it (the stall inspector reads that).
+//
+// Wire format: little-endian fields packed back to back (all ranks run the
+// same build of this library, so no versioning is needed).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "matexcomm/matexcomm.h"
+
+namespace matexcomm {
+
+enum class TensorKind : int32_t { kAllreduce = 0, kBroadcast = 1, kAllgather = 2 };
+
+// What must agree across ranks for one named tensor.
+struct TensorSpec {
+  TensorKind kind = TensorKind::kAllreduce;
+  int32_t dtype = MATEX_FLOAT32;
+  int32_t op = MATEX_SUM;  // allreduce only
+  int32_t root = 0;        // broadcast only
+  uint64_t count = 0;      // elements; allgather: this rank's rows (may differ between ranks)
+  uint64_t row_elements = 1;  // allgather: elements per row (must agree); 1 otherwise
+
+  bool agrees_with(const TensorSpec& other) const;    // as the ranks must (allgather rows may differ)
+  bool agrees_exactly(const TensorSpec& other) const;  // every field
+  size_t bytes() const;          // count * row_elements * dtype size
+  std::string describe() const;  // "allreduce float32 sum count=10"
+};
+
+struct Announcement {
+  struct Entry {
+    std::string name;
+    TensorSpec spec;
+  };
+  std::vector<Entry> entries;
+  bool wants_shutdown = false;
+
+  std::string encode() const;
+  static Announcement decode(const std::string& bytes);
+};
+
+struct Response {
+  enum class Type : int32_t { kExecute = 0, kError = 1, kShutdown = 2 };
+  Type type = Type::kExecute;
+  TensorKind kind = TensorKind::kAllreduce;
+  std::vector<std::string> names;  // more than one: fused allreduce, in buffer order
+  std::vector<uint64_t> rows;      // allgather: every rank's row count
+  std::string error;               // kError: the message every rank's handles fail with
+  int32_t status = MATEX_SUCCESS;  // kError: MATEX_ERR_MISMATCH, or MATEX_ERR_TIMEOUT for a stall
+};
+
+std::string encode_responses(const std::vector<Response>& responses);
+std::vector<Response> decode_responses(const std::string& bytes);
+
+// Appends operations to a response list, fusing each allreduce into the
+// previous response while dtype and op match and the sum stays within the limit.
+class Fuser {
+ public:
+  Fuser(std::vector<Response>* out, size_t fusion_bytes) : out_(out), fusion_bytes_(fusion_bytes) {}
+  void add(const std::string& name, const TensorSpec& spec);  // an operation every rank agreed on
+  void add_unfusable(Response response);                     // anything else (errors)
+
+ private:
+  std::vector<Response>* out_;
+  size_t fusion_bytes_;
+  bool growing_ = false;  // out_->back() is an allreduce that may grow
+  TensorSpec last_spec_;
+  size_t last_bytes_ = 0;
+};
+
+class Coordinator {
+ public:
+  using Clock = std::chrono::steady_clock;
+  Coordinator(int world_size, size_t fusion_bytes);
+
+  void add(int rank, const Announcement& announcement, Clock::time_point now);
+  // Drops a name that ran without the coordinator (all ranks had it cached).
+  void forget(const std::string& name);
+  // Some name waits for some rank.
+  bool has_pending() const { return !pending_.empty(); }
+  // The responses of this cycle; clears what they cover.
+  std::vector<Response> take_responses();
+
+  // A name that some ranks announced and others not, with who is missing.
+  struct Stalled {
+    std::string name;
+    std::vector<int> missing;
+    double seconds = 0;
+  };
+  // Names that have waited at least `seconds` for some rank.
+  std::vector<Stalled> stalled(Clock::time_point now, double seconds) const;
+  // Turns every such name into an error response (MATEX_STALL_SHUTDOWN_SECONDS).
+  void fail_stalled(Clock::time_point now, double seconds);
+
+ private:
+  struct Pending {
+    std::vector<TensorSpec> specs;  // per rank
+    std::vector<bool> announced;    // per rank
+    int count = 0;
+    uint64_t order = 0;             // first announcement
+    Clock::time_point first_seen;
+  };
+  Response check_and_describe(const std::string& name, const Pending& pending) const;
+
+  int world_size_;
+  size_t fusion_bytes_;
+  uint64_t next_order_ = 0;
+  std::map<std::string, Pending> pending_;
+  std::vector<std::string> ready_;  // in the order they became ready
+  std::vector<Response> failed_;    // stalled names turned into errors
+  int shutdown_votes_ = 0;
+  std::vector<bool> voted_;
+};
+
+}  // namespace matexcomm

@@ -1,0 +1,56 @@
+// request_state.h - the completion state of one submitted tensor, shared by
+// the caller's handle and the engine.
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <string>
+
+#include "matexcomm/matexcomm.h"
+
+namespace matexcomm {
+
+class RequestState {
+ public:
+  RequestState(matex_completion_fn callback, void* user_data) : callback_(callback), user_data_(user_data) {}
+
+  // Called once by the engine: records the outcome, wakes waiters, runs the callback.
+  void complete(matex_status_t status, const std::string& message) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      status_ = status;
+      message_ = message;
+      done_ = true;
+    }
+    done_cv_.notify_all();
+    if (callback_ != nullptr) callback_(status, message_.c_str(), user_data_);
+  }
+
+  // Blocks until complete; returns the outcome.
+  matex_status_t wait(std::string* message) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_cv_.wait(lock, [&] { return done_; });
+    if (message != nullptr) *message = message_;
+    return status_;
+  }
+
+  bool test(matex_status_t* status, std::string* message) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_) {
+      *status = status_;
+      *message = message_;
+    }
+    return done_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  matex_status_t status_ = MATEX_SUCCESS;
+  std::string message_;
+  matex_completion_fn callback_;
+  void* user_data_;
+};
+
+}  // namespace matexcomm

@@ -1,0 +1,480 @@
+// test_engine.cc - the asynchronous engine under mpirun.
+//   - 3 threads per rank submit 2,000 named tensors of mixed sizes, dtypes and
+//     kinds, in a different random order on every rank; every element is
+//     checked against sums computed here;
+//   - pre- and post-scale factors;
+//   - a tensor submitted differently by the ranks (count, dtype, op, root,
+//     kind) fails on every rank with a message naming it, and the engine goes
+//     on working;
+//   - bad submissions are refused without queuing anything;
+//   - destroying the engine fails what is still pending with "shut down";
+//   - a rank that submits late is named in rank 0's warning, and a tensor it
+//     never submits fails on the others after MATEX_STALL_SHUTDOWN_SECONDS.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "error_checks.h"
+#include "matexcomm/matexcomm.h"
+#include "mpi_test_util.h"
+
+namespace matex_test {
+namespace {
+
+// Inputs are small integers, so every sum below is exact in every dtype used.
+int64_t input_value(size_t tensor, size_t element, int rank) {
+  return static_cast<int64_t>((tensor * 3 + element * 7 + static_cast<size_t>(rank) * 5) % 9) - 4;
+}
+
+struct Tensor {
+  std::string name;
+  matex_collective_t coll = MATEX_COLL_ALLREDUCE;
+  matex_dtype_t dtype = MATEX_FLOAT32;
+  matex_op_t op = MATEX_SUM;
+  int root = 0;
+  size_t count = 0;
+  bool in_place = false;
+  std::vector<double> send, recv;  // float64 storage; converted per dtype below
+  std::vector<unsigned char> send_bytes, recv_bytes;
+};
+
+void encode(matex_dtype_t dtype, const std::vector<double>& values, std::vector<unsigned char>* bytes) {
+  bytes->assign(values.size() * matex_dtype_size(dtype), 0);
+  for (size_t i = 0; i < values.size(); ++i) {
+    switch (dtype) {
+      case MATEX_FLOAT32: reinterpret_cast<float*>(bytes->data())[i] = static_cast<float>(values[i]); break;
+      case MATEX_FLOAT64: reinterpret_cast<double*>(bytes->data())[i] = values[i]; break;
+      case MATEX_INT32: reinterpret_cast<int32_t*>(bytes->data())[i] = static_cast<int32_t>(values[i]); break;
+      case MATEX_INT8: reinterpret_cast<int8_t*>(bytes->data())[i] = static_cast<int8_t>(values[i]); break;
+      default: FAIL() << "unexpected dtype";
+    }
+  }
+}
+
+double decode(matex_dtype_t dtype, const std::vector<unsigned char>& bytes, size_t i) {
+  switch (dtype) {
+    case MATEX_FLOAT32: return reinterpret_cast<const float*>(bytes.data())[i];
+    case MATEX_FLOAT64: return reinterpret_cast<const double*>(bytes.data())[i];
+    case MATEX_INT32: return reinterpret_cast<const int32_t*>(bytes.data())[i];
+    case MATEX_INT8: return reinterpret_cast<const int8_t*>(bytes.data())[i];
+    default: return -1e300;
+  }
+}
+
+// Tensor i is the same on every rank except for its inputs.
+Tensor make_tensor(size_t i) {
+  static const matex_dtype_t kDtypes[] = {MATEX_FLOAT32, MATEX_INT32, MATEX_FLOAT64, MATEX_INT8};
+  static const size_t kCounts[] = {1, 7, 100, 1023, 0, 4099, 31, 2};
+  Tensor t;
+  t.name = "grad/" + std::to_string(i);
+  t.dtype = kDtypes[i % 4];
+  t.count = i % 97 == 0 ? 65537 : kCounts[i % 8];
+  t.in_place = i % 3 == 0;
+  if (i % 11 == 0) {
+    t.coll = MATEX_COLL_BROADCAST;
+    t.root = static_cast<int>(i % static_cast<size_t>(world_size()));
+  } else if (i % 5 == 0) {
+    t.op = MATEX_MAX;
+  }
+  t.send.resize(t.count);
+  for (size_t j = 0; j < t.count; ++j) t.send[j] = static_cast<double>(input_value(i, j, world_rank()));
+  encode(t.dtype, t.send, &t.send_bytes);
+  t.recv_bytes.assign(t.send_bytes.size(), 0xEE);
+  if (t.in_place || t.coll == MATEX_COLL_BROADCAST) t.recv_bytes = t.send_bytes;
+  return t;
+}
+
+double expected(const Tensor& t, size_t i, size_t j) {
+  if (t.coll == MATEX_COLL_BROADCAST) return static_cast<double>(input_value(i, j, t.root));
+  double result = t.op == MATEX_MAX ? -1e300 : 0.0;
+  for (int r = 0; r < world_size(); ++r) {
+    const double v = static_cast<double>(input_value(i, j, r));
+    result = t.op == MATEX_MAX ? std::max(result, v) : result + v;
+  }
+  return result;
+}
+
+matex_tensor_op_t describe(Tensor& t) {
+  matex_tensor_op_t op{};
+  op.name = t.name.c_str();
+  op.coll = t.coll;
+  op.sendbuf = t.in_place ? MATEX_IN_PLACE : t.send_bytes.data();
+  op.recvbuf = t.recv_bytes.data();
+  op.count = t.count;
+  op.dtype = t.dtype;
+  op.op = t.op;
+  op.root = t.root;
+  return op;
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(matex_engine_create(test_comm(), &engine_), MATEX_SUCCESS) << matex_last_error();
+  }
+  void TearDown() override {
+    if (engine_ != nullptr) {
+      EXPECT_EQ(matex_engine_destroy(&engine_), MATEX_SUCCESS) << matex_last_error();
+    }
+  }
+  matex_engine_t engine_ = nullptr;
+};
+
+TEST_F(EngineTest, ThreeThreadsTwoThousandTensorsInRandomOrder) {
+  constexpr size_t kTensors = 2000;
+  constexpr int kThreads = 3;
+  std::vector<Tensor> tensors;
+  tensors.reserve(kTensors);
+  for (size_t i = 0; i < kTensors; ++i) tensors.push_back(make_tensor(i));
+  std::vector<size_t> order(kTensors);
+  for (size_t i = 0; i < kTensors; ++i) order[i] = i;
+  std::mt19937 shuffle_rng(static_cast<unsigned>(1234 + 77 * world_rank()));  // a different order per rank
+  std::shuffle(order.begin(), order.end(), shuffle_rng);
+
+  std::vector<matex_request_t> requests(kTensors, nullptr);
+  std::atomic<long long> failures{0};
+  std::vector<std::thread> threads;
+  for (int k = 0; k < kThreads; ++k) {
+    threads.emplace_back([&, k] {
+      for (size_t n = static_cast<size_t>(k); n < kTensors; n += kThreads) {
+        const size_t i = order[n];
+        const matex_tensor_op_t op = describe(tensors[i]);
+        if (matex_engine_submit(engine_, &op, 1, &requests[i]) != MATEX_SUCCESS) ++failures;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_EQ(failures.load(), 0) << "submissions failed";
+  long long errors = 0;
+  for (size_t i = 0; i < kTensors; ++i) {
+    const matex_status_t status = matex_request_wait(requests[i]);
+    EXPECT_EQ(status, MATEX_SUCCESS) << tensors[i].name << ": " << matex_last_error();
+    errors += status != MATEX_SUCCESS;
+    matex_request_free(&requests[i]);
+    const Tensor& t = tensors[i];
+    Mismatches wrong;
+    for (size_t j = 0; j < t.count; ++j) {
+      const double got = decode(t.dtype, t.recv_bytes, j);
+      if (got != expected(t, i, j)) wrong.add(j, got, expected(t, i, j));
+    }
+    EXPECT_EQ(wrong.count(), 0u) << t.name << " (" << matex_dtype_name(t.dtype) << ", count " << t.count
+                                 << "): " << wrong.report();
+    errors += static_cast<long long>(wrong.count());
+  }
+  agree_no_errors(errors, "2,000 tensors from 3 threads");
+}
+
+// Training steps: the same names every step. From the second step on they are
+// cached, and cycles are decided by the bit vector alone; results stay exact.
+TEST_F(EngineTest, RepeatedStepsRunFromTheCache) {
+  constexpr int kSteps = 20;
+  constexpr size_t kNames = 50;
+  std::vector<std::vector<float>> in(kNames), out(kNames);
+  long long errors = 0;
+  for (int step = 0; step < kSteps; ++step) {
+    std::vector<matex_tensor_op_t> ops(kNames);
+    std::vector<std::string> names(kNames);
+    for (size_t t = 0; t < kNames; ++t) {
+      const size_t count = 1 + (t * 37) % 300;
+      in[t].resize(count);
+      out[t].assign(count, -1.0f);
+      for (size_t j = 0; j < count; ++j) in[t][j] = static_cast<float>(input_value(t + step, j, world_rank()));
+      names[t] = "layer" + std::to_string(t) + "/grad";
+      ops[t] = matex_tensor_op_t{};
+      ops[t].name = names[t].c_str();
+      ops[t].coll = MATEX_COLL_ALLREDUCE;
+      ops[t].sendbuf = in[t].data();
+      ops[t].recvbuf = out[t].data();
+      ops[t].count = count;
+      ops[t].dtype = MATEX_FLOAT32;
+      ops[t].op = MATEX_SUM;
+    }
+    std::reverse(ops.begin(), ops.end());  // gradients arrive last layer first
+    std::vector<matex_request_t> requests(kNames, nullptr);
+    ASSERT_EQ(matex_engine_submit(engine_, ops.data(), ops.size(), requests.data()), MATEX_SUCCESS)
+        << matex_last_error();
+    for (matex_request_t& r : requests) {
+      errors += matex_request_wait(r) != MATEX_SUCCESS;
+      matex_request_free(&r);
+    }
+    for (size_t t = 0; t < kNames; ++t) {
+      for (size_t j = 0; j < out[t].size(); ++j) {
+        double want = 0;
+        for (int r = 0; r < world_size(); ++r) want += static_cast<double>(input_value(t + step, j, r));
+        errors += out[t][j] != static_cast<float>(want);
+      }
+    }
+  }
+  matex_engine_stats_t stats{};
+  ASSERT_EQ(matex_engine_stats(engine_, &stats), MATEX_SUCCESS);
+  EXPECT_GT(stats.cached_cycles, 0u) << "no cycle was decided from the cache";
+  EXPECT_GE(stats.tensors, kSteps * kNames);
+  EXPECT_GT(stats.fused_responses, 0u) << "nothing was fused";
+  errors += stats.cached_cycles == 0;
+  agree_no_errors(errors, "repeated steps");
+}
+
+TEST_F(EngineTest, PrescaleAndPostscale) {
+  const size_t count = 1000;
+  std::vector<float> in(count), out(count, -1.0f);
+  for (size_t i = 0; i < count; ++i) in[i] = static_cast<float>(2 * ((i % 5) + world_rank()));
+  matex_tensor_op_t op{};
+  op.name = "scaled";
+  op.coll = MATEX_COLL_ALLREDUCE;
+  op.sendbuf = in.data();
+  op.recvbuf = out.data();
+  op.count = count;
+  op.dtype = MATEX_FLOAT32;
+  op.op = MATEX_SUM;
+  op.prescale = 0.5;   // halves every (even) input exactly
+  op.postscale = 4.0;  // then the sum is multiplied by 4
+  matex_request_t request = nullptr;
+  ASSERT_EQ(matex_engine_submit(engine_, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
+  EXPECT_EQ(matex_request_wait(request), MATEX_SUCCESS) << matex_last_error();
+  matex_request_free(&request);
+  long long wrong = 0;
+  const int p = world_size();
+  for (size_t i = 0; i < count; ++i) {
+    const float want = 4.0f * static_cast<float>((i % 5) * p + p * (p - 1) / 2);
+    wrong += out[i] != want;
+  }
+  EXPECT_EQ(wrong, 0);
+  agree_no_errors(wrong, "prescale and postscale");
+}
+
+// One tensor per field that must agree; rank 1 (or the last rank) differs.
+TEST_F(EngineTest, DisagreementFailsOnEveryRankAndTheEngineGoesOn) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  const bool odd_one = world_rank() == 1;
+  struct Case {
+    const char* name;
+    const char* needle;
+    void (*bend)(matex_tensor_op_t*);
+  };
+  const Case cases[] = {
+      {"differs/count", "count=", [](matex_tensor_op_t* op) { op->count = 5; }},
+      {"differs/dtype", "float64", [](matex_tensor_op_t* op) { op->dtype = MATEX_FLOAT64; }},
+      {"differs/op", "max", [](matex_tensor_op_t* op) { op->op = MATEX_MAX; }},
+      {"differs/kind", "broadcast", [](matex_tensor_op_t* op) { op->coll = MATEX_COLL_BROADCAST; }},
+      {"differs/root", "root=1", [](matex_tensor_op_t* op) { op->root = 1; }},
+  };
+  long long errors = 0;
+  std::vector<double> buffer(8, 1.0), out(8, 0.0);
+  for (const Case& c : cases) {
+    matex_tensor_op_t op{};
+    op.name = c.name;
+    op.coll = std::string(c.name) == "differs/root" ? MATEX_COLL_BROADCAST : MATEX_COLL_ALLREDUCE;
+    op.sendbuf = buffer.data();
+    op.recvbuf = out.data();
+    op.count = 4;
+    op.dtype = MATEX_FLOAT32;
+    op.op = MATEX_SUM;
+    if (odd_one) c.bend(&op);
+    matex_request_t request = nullptr;
+    ASSERT_EQ(matex_engine_submit(engine_, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
+    errors += expect_error(matex_request_wait(request), MATEX_ERR_MISMATCH, c.name, c.name);
+    matex_request_free(&request);
+  }
+  // A cached tensor (run once before, so announced by its bit) that one rank
+  // then submits with another count: the same error, and the name works again after.
+  std::vector<float> cin(8, 1.0f), cout(8, 0.0f);
+  for (int round = 0; round < 3; ++round) {
+    matex_tensor_op_t op{};
+    op.name = "cached/differs";
+    op.coll = MATEX_COLL_ALLREDUCE;
+    op.sendbuf = cin.data();
+    op.recvbuf = cout.data();
+    op.count = round == 1 && odd_one ? 7 : 8;
+    op.dtype = MATEX_FLOAT32;
+    op.op = MATEX_SUM;
+    matex_request_t request = nullptr;
+    ASSERT_EQ(matex_engine_submit(engine_, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
+    if (round == 1) {
+      errors += expect_error(matex_request_wait(request), MATEX_ERR_MISMATCH, "count=7", "cached tensor, count differs");
+    } else {
+      EXPECT_EQ(matex_request_wait(request), MATEX_SUCCESS) << matex_last_error();
+      for (float v : cout) errors += v != static_cast<float>(world_size());
+    }
+    matex_request_free(&request);
+  }
+  // The engine still works, and the message quoted every rank.
+  std::vector<float> in(16, 1.0f), sum(16, 0.0f);
+  matex_tensor_op_t ok{};
+  ok.name = "after/mismatches";
+  ok.coll = MATEX_COLL_ALLREDUCE;
+  ok.sendbuf = in.data();
+  ok.recvbuf = sum.data();
+  ok.count = in.size();
+  ok.dtype = MATEX_FLOAT32;
+  ok.op = MATEX_SUM;
+  matex_request_t request = nullptr;
+  ASSERT_EQ(matex_engine_submit(engine_, &ok, 1, &request), MATEX_SUCCESS) << matex_last_error();
+  EXPECT_EQ(matex_request_wait(request), MATEX_SUCCESS) << matex_last_error();
+  matex_request_free(&request);
+  for (float v : sum) errors += v != static_cast<float>(world_size());
+  agree_no_errors(errors, "disagreeing tensors");
+}
+
+TEST_F(EngineTest, BadSubmissionsAreRefusedWithoutQueuing) {
+  std::vector<float> a(4, 1.0f), b(4, 0.0f);
+  matex_tensor_op_t op{};
+  op.name = "refused";
+  op.coll = MATEX_COLL_ALLREDUCE;
+  op.sendbuf = a.data();
+  op.recvbuf = b.data();
+  op.count = 4;
+  op.dtype = MATEX_FLOAT32;
+  op.op = MATEX_SUM;
+  long long errors = 0;
+  matex_tensor_op_t bad = op;
+  bad.name = nullptr;
+  errors += expect_error(matex_engine_submit(engine_, &bad, 1, nullptr), MATEX_ERR_INVALID_ARG, "name", "NULL name");
+  bad = op;
+  bad.name = "";
+  errors += expect_error(matex_engine_submit(engine_, &bad, 1, nullptr), MATEX_ERR_INVALID_ARG, "empty", "empty name");
+  bad = op;
+  bad.dtype = MATEX_INT32;
+  bad.prescale = 0.5;
+  errors += expect_error(matex_engine_submit(engine_, &bad, 1, nullptr), MATEX_ERR_INVALID_ARG, "prescale",
+                         "prescale on int32");
+  bad = op;
+  bad.coll = MATEX_COLL_BROADCAST;
+  bad.root = world_size();
+  errors += expect_error(matex_engine_submit(engine_, &bad, 1, nullptr), MATEX_ERR_INVALID_ARG, "root",
+                         "root out of range");
+  bad = op;
+  bad.recvbuf = nullptr;
+  errors += expect_error(matex_engine_submit(engine_, &bad, 1, nullptr), MATEX_ERR_INVALID_ARG, "recvbuf",
+                         "NULL recvbuf");
+  const matex_tensor_op_t twice[2] = {op, op};
+  errors += expect_error(matex_engine_submit(engine_, twice, 2, nullptr), MATEX_ERR_INVALID_ARG, "twice",
+                         "same name twice in one submission");
+  // Nothing above was queued: the same name now goes through normally.
+  matex_request_t request = nullptr;
+  ASSERT_EQ(matex_engine_submit(engine_, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
+  EXPECT_EQ(matex_request_wait(request), MATEX_SUCCESS) << matex_last_error();
+  matex_request_free(&request);
+  for (float v : b) errors += v != static_cast<float>(world_size());
+  agree_no_errors(errors, "bad submissions");
+}
+
+TEST_F(EngineTest, DestroyFailsWhatIsStillPending) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  std::vector<float> a(4, 1.0f), b(4, 0.0f);
+  matex_tensor_op_t op{};
+  op.name = "only/on/rank0";
+  op.coll = MATEX_COLL_ALLREDUCE;
+  op.sendbuf = a.data();
+  op.recvbuf = b.data();
+  op.count = 4;
+  op.dtype = MATEX_FLOAT32;
+  op.op = MATEX_SUM;
+  matex_request_t request = nullptr;
+  if (world_rank() == 0) {
+    ASSERT_EQ(matex_engine_submit(engine_, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
+  }
+  ASSERT_EQ(matex_engine_destroy(&engine_), MATEX_SUCCESS) << matex_last_error();
+  long long errors = 0;
+  if (world_rank() == 0) {
+    errors += expect_error(matex_request_wait(request), MATEX_ERR_NOT_INITIALIZED, "shut down", "pending at destroy");
+    matex_request_free(&request);
+    errors += expect_error(matex_engine_submit(engine_, &op, 1, nullptr), MATEX_ERR_NOT_INITIALIZED, "NULL",
+                           "submit after destroy");
+  }
+  agree_no_errors(errors, "destroy with a pending tensor");
+}
+
+// Sends this process's stderr to a file until finish(), which returns what was written.
+class StderrCapture {
+ public:
+  StderrCapture() : path_("/tmp/matex-engine-stderr-" + std::to_string(::getpid())) {
+    std::fflush(stderr);
+    saved_ = ::dup(2);
+    const int fd = ::open(path_.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    ::dup2(fd, 2);
+    ::close(fd);
+  }
+  ~StderrCapture() { finish(); }
+  std::string finish() {
+    if (saved_ < 0) return text_;
+    std::fflush(stderr);
+    ::dup2(saved_, 2);
+    ::close(saved_);
+    saved_ = -1;
+    std::ifstream in(path_);
+    std::stringstream all;
+    all << in.rdbuf();
+    text_ = all.str();
+    std::remove(path_.c_str());
+    return text_;
+  }
+
+ private:
+  std::string path_;
+  std::string text_;
+  int saved_ = -1;
+};
+
+TEST(EngineStalls, ALateRankIsNamedAndAMissingTensorFails) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  ScopedEnv warn("MATEX_STALL_WARNING_SECONDS", "0.3");
+  ScopedEnv shut("MATEX_STALL_SHUTDOWN_SECONDS", "1.5");
+  const int late = world_size() - 1;
+  const bool is_late = world_rank() == late;
+  std::unique_ptr<StderrCapture> capture;
+  if (world_rank() == 0) capture = std::make_unique<StderrCapture>();
+  matex_engine_t engine = nullptr;
+  ASSERT_EQ(matex_engine_create(test_comm(), &engine), MATEX_SUCCESS) << matex_last_error();
+
+  std::vector<float> a(8, 1.0f), b(8, 0.0f);
+  matex_tensor_op_t op{};
+  op.coll = MATEX_COLL_ALLREDUCE;
+  op.sendbuf = a.data();
+  op.recvbuf = b.data();
+  op.count = a.size();
+  op.dtype = MATEX_FLOAT32;
+  op.op = MATEX_SUM;
+  long long errors = 0;
+  // 1. The last rank submits 0.8 s after the others: a warning, then success.
+  op.name = "stall/late";
+  if (is_late) std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  matex_request_t request = nullptr;
+  ASSERT_EQ(matex_engine_submit(engine, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
+  EXPECT_EQ(matex_request_wait(request), MATEX_SUCCESS) << matex_last_error();
+  matex_request_free(&request);
+  for (float v : b) errors += v != static_cast<float>(world_size());
+  // 2. The last rank never submits: the others' requests fail, naming it.
+  op.name = "stall/never";
+  if (!is_late) {
+    ASSERT_EQ(matex_engine_submit(engine, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
+    errors += expect_error(matex_request_wait(request), MATEX_ERR_TIMEOUT, ("rank(s) " + std::to_string(late)).c_str(),
+                           "a tensor the last rank never submits");
+    matex_request_free(&request);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(matex_engine_destroy(&engine), MATEX_SUCCESS) << matex_last_error();
+  if (capture) {
+    const std::string log = capture->finish();
+    const std::string named = "'stall/late' has waited";
+    EXPECT_NE(log.find(named), std::string::npos) << "rank 0's stderr lacks the stall warning:\n" << log;
+    EXPECT_NE(log.find("for rank(s) " + std::to_string(late)), std::string::npos) << log;
+    errors += log.find(named) == std::string::npos;
+  }
+  agree_no_errors(errors, "stalls");
+}
+
+}  // namespace
+}  // namespace matex_test

@@ -1,0 +1,146 @@
+// Unit tests of the engine's negotiation: what rank 0 decides from the ranks'
+// announcements (order, fusion, disagreements, stalls, shutdown) and the wire
+// format. No MPI: announcements are fed in directly.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "engine/negotiation.h"
+
+namespace matexcomm {
+namespace {
+
+using Clock = Coordinator::Clock;
+
+TensorSpec allreduce(uint64_t count, matex_dtype_t dtype = MATEX_FLOAT32, matex_op_t op = MATEX_SUM) {
+  TensorSpec spec;
+  spec.kind = TensorKind::kAllreduce;
+  spec.dtype = dtype;
+  spec.op = op;
+  spec.count = count;
+  return spec;
+}
+
+Announcement announce(std::vector<std::pair<std::string, TensorSpec>> entries, bool shutdown = false) {
+  Announcement a;
+  for (auto& [name, spec] : entries) a.entries.push_back({name, spec});
+  a.wants_shutdown = shutdown;
+  return a;
+}
+
+TEST(Negotiation, ANameIsReadyOnlyOnceEveryRankAnnouncedIt) {
+  Coordinator c(3, 1 << 20);
+  const auto now = Clock::now();
+  c.add(0, announce({{"a", allreduce(4)}}), now);
+  c.add(1, announce({{"a", allreduce(4)}}), now);
+  EXPECT_TRUE(c.take_responses().empty());
+  c.add(2, announce({{"a", allreduce(4)}}), now);
+  const std::vector<Response> r = c.take_responses();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].type, Response::Type::kExecute);
+  EXPECT_EQ(r[0].names, std::vector<std::string>{"a"});
+  EXPECT_FALSE(c.has_pending());
+}
+
+TEST(Negotiation, ReadyNamesLeaveInTheOrderTheyBecameReady) {
+  Coordinator c(2, 0);  // no fusion: one response per name
+  const auto now = Clock::now();
+  c.add(0, announce({{"x", allreduce(1)}, {"y", allreduce(1)}, {"z", allreduce(1)}}), now);
+  c.add(1, announce({{"z", allreduce(1)}, {"x", allreduce(1)}, {"y", allreduce(1)}}), now);
+  const std::vector<Response> r = c.take_responses();
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].names[0], "z");  // rank 1 completed z first
+  EXPECT_EQ(r[1].names[0], "x");
+  EXPECT_EQ(r[2].names[0], "y");
+}
+
+TEST(Negotiation, FusionKeepsDtypeOpAndTheByteLimit) {
+  Coordinator c(1, 100);  // 100 bytes: 25 float32
+  const auto now = Clock::now();
+  c.add(0,
+        announce({{"a", allreduce(10)},                           // 40 B
+                  {"b", allreduce(10)},                           // 80 B: fused with a
+                  {"c", allreduce(10)},                           // 120 B: starts anew
+                  {"d", allreduce(2, MATEX_FLOAT64)},             // other dtype: anew
+                  {"e", allreduce(2, MATEX_FLOAT64, MATEX_MAX)},  // other op: anew
+                  {"f", allreduce(30)}}),                         // 120 B alone: never fused
+        now);
+  const std::vector<Response> r = c.take_responses();
+  ASSERT_EQ(r.size(), 5u);
+  EXPECT_EQ(r[0].names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r[1].names, std::vector<std::string>{"c"});
+  EXPECT_EQ(r[2].names, std::vector<std::string>{"d"});
+  EXPECT_EQ(r[3].names, std::vector<std::string>{"e"});
+  EXPECT_EQ(r[4].names, std::vector<std::string>{"f"});
+}
+
+TEST(Negotiation, DisagreementQuotesEveryRank) {
+  Coordinator c(2, 1 << 20);
+  const auto now = Clock::now();
+  c.add(0, announce({{"w", allreduce(4)}}), now);
+  c.add(1, announce({{"w", allreduce(5)}}), now);
+  const std::vector<Response> r = c.take_responses();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].type, Response::Type::kError);
+  EXPECT_EQ(r[0].status, MATEX_ERR_MISMATCH);
+  EXPECT_NE(r[0].error.find("'w'"), std::string::npos) << r[0].error;
+  EXPECT_NE(r[0].error.find("rank 0: allreduce float32 sum count=4"), std::string::npos) << r[0].error;
+  EXPECT_NE(r[0].error.find("rank 1: allreduce float32 sum count=5"), std::string::npos) << r[0].error;
+}
+
+TEST(Negotiation, StallsNameTheMissingRanksAndCanFail) {
+  Coordinator c(3, 1 << 20);
+  const auto start = Clock::now();
+  c.add(1, announce({{"late", allreduce(1)}}), start);
+  const auto later = start + std::chrono::seconds(5);
+  const std::vector<Coordinator::Stalled> stalled = c.stalled(later, 2.0);
+  ASSERT_EQ(stalled.size(), 1u);
+  EXPECT_EQ(stalled[0].name, "late");
+  EXPECT_EQ(stalled[0].missing, (std::vector<int>{0, 2}));
+  EXPECT_TRUE(c.stalled(later, 10.0).empty());
+  c.fail_stalled(later, 2.0);
+  const std::vector<Response> r = c.take_responses();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, MATEX_ERR_TIMEOUT);
+  EXPECT_NE(r[0].error.find("rank(s) 0, 2"), std::string::npos) << r[0].error;
+}
+
+TEST(Negotiation, ShutdownNeedsEveryRanksVote) {
+  Coordinator c(2, 1 << 20);
+  const auto now = Clock::now();
+  c.add(0, announce({}, true), now);
+  EXPECT_TRUE(c.take_responses().empty());
+  c.add(1, announce({}, true), now);
+  const std::vector<Response> r = c.take_responses();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].type, Response::Type::kShutdown);
+}
+
+TEST(Negotiation, WireFormatRoundTrips) {
+  Announcement a = announce({{"grad/w", allreduce(123, MATEX_BFLOAT16, MATEX_AVG)}, {"", allreduce(0)}}, true);
+  const Announcement back = Announcement::decode(a.encode());
+  ASSERT_EQ(back.entries.size(), 2u);
+  EXPECT_EQ(back.entries[0].name, "grad/w");
+  EXPECT_TRUE(back.entries[0].spec.agrees_exactly(a.entries[0].spec));
+  EXPECT_TRUE(back.wants_shutdown);
+
+  Response r;
+  r.type = Response::Type::kError;
+  r.names = {"a", "b"};
+  r.rows = {3, 0, 7};
+  r.error = "bad";
+  r.status = MATEX_ERR_TIMEOUT;
+  const std::vector<Response> decoded = decode_responses(encode_responses({r, Response{}}));
+  ASSERT_EQ(decoded.size(), 2u);
+  EXPECT_EQ(decoded[0].names, r.names);
+  EXPECT_EQ(decoded[0].rows, r.rows);
+  EXPECT_EQ(decoded[0].error, "bad");
+  EXPECT_EQ(decoded[0].status, MATEX_ERR_TIMEOUT);
+  EXPECT_THROW(Announcement::decode(std::string("\x01\x05", 2)), Error);  // truncated
+}
+
+}  // namespace
+}  // namespace matexcomm
