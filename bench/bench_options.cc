@@ -29,7 +29,7 @@ const std::map<std::string, std::string> kLongToShort = {
     {"--warmup_iters", "-w"}, {"--check", "-c"},     {"--datatype", "-d"},   {"--op", "-o"},
     {"--root", "-r"},     {"--output_file", "-J"},   {"--help", "-h"}};
 const char* const kValueFlags[] = {"-b", "-e", "-f", "-n", "-w", "-c", "-d", "-o", "-r", "-J",
-                                   "--coll", "--algo", "--compare"};
+                                   "--coll", "--algo", "--compare", "--workload"};
 
 bool takes_value(const std::string& flag) {
   for (const char* name : kValueFlags) {
@@ -107,6 +107,9 @@ std::string apply(const std::string& flag, const std::string& value, Options* o)
     if (value.empty()) return bad(flag, value, "expected an algorithm name or auto");
     o->algorithm = value;
     o->algorithm_given = value != "auto";
+  } else if (flag == "--workload") {
+    if (value != "resnet50" && value != "small") return bad(flag, value, "expected resnet50 or small");
+    o->workload = value;
   } else if (flag == "--compare") {
     if (value != "mpi") return bad(flag, value, "expected mpi");
     o->compare_mpi = true;
@@ -208,6 +211,9 @@ std::string usage_text() {
          "                     (as OSU's benchmarks do), so that one preempted call does not\n"
          "                     dominate a mean of microseconds\n"
          "  --print-config     print the effective MATEX_* configuration and exit\n"
+         "  --workload resnet50|small   time engine steps instead of single collectives: every\n"
+         "                     step submits ResNet-50's 161 gradients (reverse layer order) or\n"
+         "                     1,000 tensors of 4 KiB, then waits for all; -n steps, -w warm-up\n"
          "  -h, --help         this text\n"
          "size is the per-rank buffer: the total receive size for allgather, the\n"
          "total send size for reduce_scatter (as in nccl-tests).\n";

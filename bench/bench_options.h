@@ -30,7 +30,8 @@ struct Options {
   std::string algorithm = "auto";
   bool algorithm_given = false;
   bool compare_mpi = false;
-  bool scale_iterations = false;  // --scale-iterations: more calls below 1 MiB (see usage_text)
+  bool scale_iterations = false;
+  std::string workload;           // --workload: "" (collectives), "resnet50" or "small"  // --scale-iterations: more calls below 1 MiB (see usage_text)
   bool print_config = false;
   bool help = false;
   std::string json_path;       // empty: no JSON

@@ -87,3 +87,28 @@ std::string write_json_report(const std::string& path, const RunContext& context
 }
 
 }  // namespace matexbench
+
+namespace matexbench {
+
+std::string write_workload_json(const std::string& path, const RunContext& context, const WorkloadResult& r) {
+  const Options& options = *context.options;
+  std::ostringstream out;
+  out << "{\n  \"memcpy_gbps\": " << number(context.memcpy_gbps) << ",\n  \"command\": " << quoted(options.command_line)
+      << ",\n  \"matexcomm_version\": " << quoted(matex_version_string())
+      << ",\n  \"world_size\": " << context.layout->world_size << ",\n  \"layout\": " << quoted(context.layout->sizes())
+      << ",\n  \"workload\": " << quoted(options.workload) << ",\n  \"tensors_per_step\": " << r.tensors
+      << ",\n  \"elements_per_step\": " << r.elements << ",\n  \"steps\": " << options.iterations
+      << ",\n  \"step_us\": " << number(r.step_us) << ",\n  \"single_allreduce_us\": " << number(r.single_allreduce_us)
+      << ",\n  \"ratio\": " << number(r.ratio) << ",\n  \"tensors_per_second\": " << number(r.tensors_per_second)
+      << ",\n  \"idle_cycle_coordination_us\": " << number(r.idle_coordination_us)
+      << ",\n  \"cached_cycles\": " << r.cached_cycles << ",\n  \"full_cycles\": " << r.full_cycles
+      << ",\n  \"fused_responses\": " << r.fused_responses << ",\n  \"wrong\": " << r.wrong << "\n}\n";
+  std::ofstream file(path);
+  if (!file) return "-J " + path + ": cannot open for writing: " + std::strerror(errno);
+  file << out.str();
+  file.close();
+  if (!file) return "-J " + path + ": write failed";
+  return "";
+}
+
+}  // namespace matexbench

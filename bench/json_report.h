@@ -8,6 +8,7 @@
 #include "bench_options.h"
 #include "bench_preamble.h"
 #include "result_row.h"
+#include "workload_runner.h"
 
 namespace matexbench {
 
@@ -19,5 +20,7 @@ struct RunContext {
 
 // Writes the JSON document; returns "" or an error naming the file.
 std::string write_json_report(const std::string& path, const RunContext& context, const std::vector<ResultRow>& rows);
+// The --workload document: step_us, single_allreduce_us, ratio and the engine's counters.
+std::string write_workload_json(const std::string& path, const RunContext& context, const WorkloadResult& result);
 
 }  // namespace matexbench

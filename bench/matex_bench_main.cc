@@ -20,6 +20,7 @@
 #include "json_report.h"
 #include "memcpy_bandwidth.h"
 #include "result_table.h"
+#include "workload_runner.h"
 
 namespace matexbench {
 namespace {
@@ -71,6 +72,35 @@ std::string validate_for_world(const Options& options, int world_size) {
   return "";
 }
 
+// --workload: engine steps against one allreduce of the same bytes.
+int run_workload_mode(const Options& options, matex::Communicator& comm, int rank, const RunContext& context) {
+  const std::vector<WorkloadTensor> tensors = workload_tensors(options.workload);
+  const WorkloadResult r = run_workload(comm.handle(), tensors, options.iterations, options.warmup_iterations,
+                                        options.check);
+  if (rank == 0) {
+    char line[512];
+    std::snprintf(line, sizeof line, "# workload %s: %zu float32 tensors, %zu elements (%.1f MB) per step",
+                  options.workload.c_str(), r.tensors, r.elements, r.elements * 4 / 1e6);
+    print({line,
+           "#      step_us  single_allreduce_us   ratio  tensors/s  idle_cycle_us  cached_cycles  full_cycles  "
+           "fused  #wrong"});
+    std::snprintf(line, sizeof line, "  %11.1f  %19.1f  %6.3f  %9.0f  %13.1f  %13llu  %11llu  %5llu  %6s",
+                  r.step_us, r.single_allreduce_us, r.ratio, r.tensors_per_second, r.idle_coordination_us,
+                  static_cast<unsigned long long>(r.cached_cycles), static_cast<unsigned long long>(r.full_cycles),
+                  static_cast<unsigned long long>(r.fused_responses),
+                  options.check ? std::to_string(r.wrong).c_str() : "N/A");
+    print({line});
+    if (!options.json_path.empty()) {
+      const std::string json_error = write_workload_json(options.json_path, context, r);
+      if (!json_error.empty()) {
+        std::fprintf(stderr, "matex-bench: %s\n", json_error.c_str());
+        return 2;
+      }
+    }
+  }
+  return r.wrong == 0 ? 0 : 1;
+}
+
 int run_benchmark(const Options& options, int rank) {
   matex::Communicator comm;
   const int world_size = comm.size();
@@ -86,6 +116,7 @@ int run_benchmark(const Options& options, int rank) {
   const Layout layout = gather_layout(comm);
   const double memcpy_gbps = measure_memcpy_gbps_on_rank0();
   if (rank == 0) print(preamble_lines(options, layout, memcpy_gbps));
+  if (!options.workload.empty()) return run_workload_mode(options, comm, rank, RunContext{&options, &layout, memcpy_gbps});
 
   const std::vector<size_t> sizes = size_steps(options);
   AlignedBuffer send(sizes.back());

@@ -32,7 +32,7 @@ Announcement announce(std::vector<std::pair<std::string, TensorSpec>> entries, b
 }
 
 TEST(Negotiation, ANameIsReadyOnlyOnceEveryRankAnnouncedIt) {
-  Coordinator c(3, 1 << 20);
+  Coordinator c(3, 1 << 20, 1 << 20);
   const auto now = Clock::now();
   c.add(0, announce({{"a", allreduce(4)}}), now);
   c.add(1, announce({{"a", allreduce(4)}}), now);
@@ -46,7 +46,7 @@ TEST(Negotiation, ANameIsReadyOnlyOnceEveryRankAnnouncedIt) {
 }
 
 TEST(Negotiation, ReadyNamesLeaveInTheOrderTheyBecameReady) {
-  Coordinator c(2, 0);  // no fusion: one response per name
+  Coordinator c(2, 0, 0);  // no fusion: one response per name
   const auto now = Clock::now();
   c.add(0, announce({{"x", allreduce(1)}, {"y", allreduce(1)}, {"z", allreduce(1)}}), now);
   c.add(1, announce({{"z", allreduce(1)}, {"x", allreduce(1)}, {"y", allreduce(1)}}), now);
@@ -58,7 +58,7 @@ TEST(Negotiation, ReadyNamesLeaveInTheOrderTheyBecameReady) {
 }
 
 TEST(Negotiation, FusionKeepsDtypeOpAndTheByteLimit) {
-  Coordinator c(1, 100);  // 100 bytes: 25 float32
+  Coordinator c(1, 100, 100);  // 100 bytes: 25 float32
   const auto now = Clock::now();
   c.add(0,
         announce({{"a", allreduce(10)},                           // 40 B
@@ -78,7 +78,7 @@ TEST(Negotiation, FusionKeepsDtypeOpAndTheByteLimit) {
 }
 
 TEST(Negotiation, DisagreementQuotesEveryRank) {
-  Coordinator c(2, 1 << 20);
+  Coordinator c(2, 1 << 20, 1 << 20);
   const auto now = Clock::now();
   c.add(0, announce({{"w", allreduce(4)}}), now);
   c.add(1, announce({{"w", allreduce(5)}}), now);
@@ -92,7 +92,7 @@ TEST(Negotiation, DisagreementQuotesEveryRank) {
 }
 
 TEST(Negotiation, StallsNameTheMissingRanksAndCanFail) {
-  Coordinator c(3, 1 << 20);
+  Coordinator c(3, 1 << 20, 1 << 20);
   const auto start = Clock::now();
   c.add(1, announce({{"late", allreduce(1)}}), start);
   const auto later = start + std::chrono::seconds(5);
@@ -109,7 +109,7 @@ TEST(Negotiation, StallsNameTheMissingRanksAndCanFail) {
 }
 
 TEST(Negotiation, ShutdownNeedsEveryRanksVote) {
-  Coordinator c(2, 1 << 20);
+  Coordinator c(2, 1 << 20, 1 << 20);
   const auto now = Clock::now();
   c.add(0, announce({}, true), now);
   EXPECT_TRUE(c.take_responses().empty());

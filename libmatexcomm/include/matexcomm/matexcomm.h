@@ -208,7 +208,7 @@ typedef struct {
   uint64_t cached_cycles;          /* decided by one bitwise-and allreduce of the cache bits */
   uint64_t full_cycles;            /* with a gather and broadcast through rank 0 */
   uint64_t idle_cycles;            /* cached cycles with nothing pending on this rank */
-  double idle_coordination_us;     /* mean time of an idle cycle's coordination */
+  double idle_coordination_us;     /* median coordination time of recent idle cycles */
   uint64_t fused_responses;        /* operations that carried more than one tensor */
   uint64_t tensors;                /* tensors completed */
 } matex_engine_stats_t;

@@ -134,8 +134,7 @@ matex_status_t matex_engine_stats(matex_engine_t engine, matex_engine_stats_t* s
     stats->cached_cycles = s.cached_cycles;
     stats->full_cycles = s.full_cycles;
     stats->idle_cycles = s.idle_cycles;
-    stats->idle_coordination_us =
-        s.idle_cycles == 0 ? 0.0 : s.idle_coordination_seconds * 1e6 / static_cast<double>(s.idle_cycles);
+    stats->idle_coordination_us = s.idle_coordination_seconds * 1e6;
     stats->fused_responses = s.fused_responses;
     stats->tensors = s.tensors;
   });

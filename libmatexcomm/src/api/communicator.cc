@@ -240,20 +240,25 @@ const char* Communicator::last_algorithm(matex_collective_t coll) const {
   return last_[collective_index(coll)];
 }
 
-void Communicator::allreduce(const void* send, void* recv, size_t count, matex_dtype_t dtype, matex_op_t op) {
+void Communicator::allreduce(const void* send, void* recv, size_t count, matex_dtype_t dtype, matex_op_t op,
+                             const AllreduceHints& hints) {
   require_reduction(dtype, op);
   if (send == MATEX_IN_PLACE) send = recv;
   require_buffer(send, count, "sendbuf");
   require_buffer(recv, count, "recvbuf");
   size_t bytes = checked_bytes(count, dtype, "count");
   int chosen = select_allreduce(context_, choice_[MATEX_COLL_ALLREDUCE], bytes, send == recv, thresholds_);
+  const bool cold = hints.cold_output && send != recv;
+  if (cold && choice_[MATEX_COLL_ALLREDUCE] == "auto" && allreduce_registry()[chosen].single_copy) {
+    chosen = find_allreduce("rs_ar_ag");
+  }
   const AllreduceAlgorithm& algorithm = allreduce_registry()[chosen];
   last_[MATEX_COLL_ALLREDUCE] = algorithm.name;
   run_collective([&] {
     // Even with count 0 the hierarchical algorithms meet their local peers, so
     // a rank whose count differs is told rather than silently skipped.
     // In place, the output lines were just read and are in cache: no read-for-ownership to save.
-    const bool streaming = send != recv && bytes >= streaming_min_bytes_;
+    const bool streaming = send != recv && (bytes >= streaming_min_bytes_ || cold);
     AllreduceArgs args{send, recv, count, dtype, op, chosen, sequence_, streaming};
     algorithm.run(context_, args);
   });

@@ -18,6 +18,14 @@
 
 namespace matexcomm {
 
+// What a caller inside the library knows about an allreduce's buffers.
+struct AllreduceHints {
+  // The output is large and not in cache (the engine's unfused tensors): out of
+  // place, write it with streaming stores through rs_ar_ag rather than with the
+  // kernel's single copies, which read every cold output line before writing it.
+  bool cold_output = false;
+};
+
 class Communicator {
  public:
   // Collective over `parent`. Reads the MATEX_* environment once.
@@ -33,7 +41,8 @@ class Communicator {
   void set_algorithm(matex_collective_t coll, const char* name);
   const char* last_algorithm(matex_collective_t coll) const;
 
-  void allreduce(const void* send, void* recv, size_t count, matex_dtype_t dtype, matex_op_t op);
+  void allreduce(const void* send, void* recv, size_t count, matex_dtype_t dtype, matex_op_t op,
+                 const AllreduceHints& hints = {});
   void broadcast(void* buffer, size_t count, matex_dtype_t dtype, int root);
   void allgatherv(const void* send, size_t sendcount, void* recv, const size_t* recvcounts, const size_t* displs,
                   matex_dtype_t dtype);

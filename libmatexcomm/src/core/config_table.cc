@@ -57,6 +57,9 @@ const std::vector<ConfigEntry>& config_table() {
       {"MATEX_FUSION_BYTES", ConfigType::kBytes, "32M", "", 0, 1e18, kSameOnAllRanks,
        "The engine fuses ready allreduces of one dtype and op into buffers of up to this many bytes "
        "(0: no fusion). Larger tensors run alone, straight in the caller's buffers."},
+      {"MATEX_FUSION_TENSOR_MAX_BYTES", ConfigType::kBytes, "256K", "", 0, 1e18, kSameOnAllRanks,
+       "Only tensors up to this size are fused. Larger ones run alone in the caller's buffers: copying "
+       "them into and out of the fusion buffer costs more memory bandwidth than their own call's latency."},
       {"MATEX_CYCLE_MS", ConfigType::kInt, "1", "", 0, 10000, kSameOnAllRanks,
        "An engine with nothing to do still meets the other ranks this often (milliseconds), so that "
        "tensors another rank submits are matched; submitting wakes it at once."},

@@ -17,6 +17,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxNameBytes = 4096;
+constexpr size_t kIdleSamples = 4096;
 
 bool is_unit(double factor) { return factor == 1.0; }
 
@@ -34,10 +35,11 @@ Engine::Engine(MPI_Comm parent) : config_(Config::from_environment()) {
   rank_ = control_.rank();
   size_ = control_.size();
   fusion_bytes_ = config_.get_bytes("MATEX_FUSION_BYTES");
+  fusion_tensor_limit_ = config_.get_bytes("MATEX_FUSION_TENSOR_MAX_BYTES");
   cycle_seconds_ = static_cast<double>(config_.get_int("MATEX_CYCLE_MS")) / 1000.0;
   stall_warning_seconds_ = config_.get_seconds("MATEX_STALL_WARNING_SECONDS");
   stall_shutdown_seconds_ = config_.get_seconds("MATEX_STALL_SHUTDOWN_SECONDS");
-  if (rank_ == 0) coordinator_ = std::make_unique<Coordinator>(size_, fusion_bytes_);
+  if (rank_ == 0) coordinator_ = std::make_unique<Coordinator>(size_, fusion_bytes_, fusion_tensor_limit_);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -104,7 +106,15 @@ void Engine::submit(std::vector<TensorOp> ops) {
 
 EngineStats Engine::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  EngineStats out = stats_;
+  // The median, not the mean: an idle cycle also waits for the slowest rank's
+  // timer, and a late wake-up now and then says nothing about the protocol.
+  std::vector<double> samples = idle_samples_;
+  if (!samples.empty()) {
+    std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+    out.idle_coordination_seconds = samples[samples.size() / 2];
+  }
+  return out;
 }
 
 bool Engine::absorb_queue() {
@@ -149,7 +159,7 @@ std::vector<Response> Engine::negotiate(bool vote_shutdown, bool* cached) {
   *cached = (words[0] & 1) != 0;
   if (!*cached) return negotiate_in_full(vote_shutdown);
   std::vector<Response> responses;
-  Fuser fuser(&responses, fusion_bytes_);
+  Fuser fuser(&responses, fusion_bytes_, fusion_tensor_limit_);
   for (size_t w = 1; w < words.size(); ++w) {
     for (uint64_t bits = words[w]; bits != 0; bits &= bits - 1) {
       const int bit = static_cast<int>((w - 1) * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
@@ -223,8 +233,9 @@ void Engine::loop() {
         ++stats_.cycles;
         ++(cached ? stats_.cached_cycles : stats_.full_cycles);
         if (cached && !had_work && responses.empty()) {
+          if (idle_samples_.size() < kIdleSamples) idle_samples_.push_back(seconds);
+          else idle_samples_[stats_.idle_cycles % kIdleSamples] = seconds;
           ++stats_.idle_cycles;
-          stats_.idle_coordination_seconds += seconds;
         }
       }
       bool stop = false;
@@ -311,7 +322,10 @@ void Engine::execute_allreduce(const std::vector<TensorOp*>& ops) {
       scale_elements(dtype, only.recv, spec.count, only.prescale);
       input = only.recv;
     }
-    comm_->allreduce(input, only.recv, spec.count, dtype, op);
+    // Tensors too big to fuse are fresh gradients whose outputs are not in cache.
+    AllreduceHints hints;
+    hints.cold_output = spec.count * element > fusion_tensor_limit_;
+    comm_->allreduce(input, only.recv, spec.count, dtype, op, hints);
     scale_elements(dtype, only.recv, spec.count, only.postscale);
     return;
   }

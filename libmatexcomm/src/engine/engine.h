@@ -61,8 +61,8 @@ struct EngineStats {
   uint64_t cycles = 0;
   uint64_t cached_cycles = 0;  // decided by the bit vector alone
   uint64_t full_cycles = 0;    // gather and broadcast through rank 0
-  uint64_t idle_cycles = 0;    // nothing pending anywhere
-  double idle_coordination_seconds = 0;  // summed over idle cycles
+  uint64_t idle_cycles = 0;    // nothing pending on this rank
+  double idle_coordination_seconds = 0;  // median over the last idle cycles
   uint64_t fused_responses = 0;          // responses that carried more than one tensor
   uint64_t tensors = 0;                  // tensors completed
 };
@@ -102,6 +102,7 @@ class Engine {
   int rank_ = 0;
   int size_ = 1;
   size_t fusion_bytes_ = 0;
+  size_t fusion_tensor_limit_ = 0;
   double cycle_seconds_ = 0;
   double stall_warning_seconds_ = 0;
   double stall_shutdown_seconds_ = 0;
@@ -113,6 +114,7 @@ class Engine {
   bool stopping_ = false;
   bool stopped_ = false;
   EngineStats stats_;
+  std::vector<double> idle_samples_;  // the last kIdleSamples idle cycles' coordination times (a ring)
 
   std::unordered_map<std::string, TensorOp> pending_;  // background thread only
   ResponseCache cache_{1u << 16};                      // background thread only

@@ -175,8 +175,11 @@ std::vector<Response> decode_responses(const std::string& bytes) {
   return responses;
 }
 
-Coordinator::Coordinator(int world_size, size_t fusion_bytes)
-    : world_size_(world_size), fusion_bytes_(fusion_bytes), voted_(static_cast<size_t>(world_size), false) {}
+Coordinator::Coordinator(int world_size, size_t fusion_bytes, size_t fusion_tensor_limit)
+    : world_size_(world_size),
+      fusion_bytes_(fusion_bytes),
+      fusion_tensor_limit_(fusion_tensor_limit),
+      voted_(static_cast<size_t>(world_size), false) {}
 
 void Coordinator::add(int rank, const Announcement& announcement, Clock::time_point now) {
   if (announcement.wants_shutdown && !voted_[rank]) {
@@ -221,7 +224,8 @@ Response Coordinator::check_and_describe(const std::string& name, const Pending&
 }
 
 void Fuser::add(const std::string& name, const TensorSpec& spec) {
-  const bool fusable = spec.kind == TensorKind::kAllreduce && spec.bytes() <= fusion_bytes_;
+  const bool fusable =
+      spec.kind == TensorKind::kAllreduce && spec.bytes() <= fusion_bytes_ && spec.bytes() <= tensor_limit_;
   if (fusable && growing_ && last_spec_.dtype == spec.dtype && last_spec_.op == spec.op &&
       last_bytes_ + spec.bytes() <= fusion_bytes_) {
     out_->back().names.push_back(name);
@@ -247,7 +251,7 @@ void Coordinator::forget(const std::string& name) { pending_.erase(name); }
 std::vector<Response> Coordinator::take_responses() {
   std::vector<Response> out = std::move(failed_);
   failed_.clear();
-  Fuser fuser(&out, fusion_bytes_);
+  Fuser fuser(&out, fusion_bytes_, fusion_tensor_limit_);
   for (const std::string& name : ready_) {
     auto it = pending_.find(name);
     if (it == pending_.end()) continue;  // ran through the cache meanwhile

@@ -72,13 +72,17 @@ std::vector<Response> decode_responses(const std::string& bytes);
 // previous response while dtype and op match and the sum stays within the limit.
 class Fuser {
  public:
-  Fuser(std::vector<Response>* out, size_t fusion_bytes) : out_(out), fusion_bytes_(fusion_bytes) {}
+  // Tensors above tensor_limit bytes are never fused: on CPUs packing them
+  // would cost more memory bandwidth than their own collective's latency.
+  Fuser(std::vector<Response>* out, size_t fusion_bytes, size_t tensor_limit)
+      : out_(out), fusion_bytes_(fusion_bytes), tensor_limit_(tensor_limit) {}
   void add(const std::string& name, const TensorSpec& spec);  // an operation every rank agreed on
   void add_unfusable(Response response);                     // anything else (errors)
 
  private:
   std::vector<Response>* out_;
   size_t fusion_bytes_;
+  size_t tensor_limit_;
   bool growing_ = false;  // out_->back() is an allreduce that may grow
   TensorSpec last_spec_;
   size_t last_bytes_ = 0;
@@ -87,7 +91,7 @@ class Fuser {
 class Coordinator {
  public:
   using Clock = std::chrono::steady_clock;
-  Coordinator(int world_size, size_t fusion_bytes);
+  Coordinator(int world_size, size_t fusion_bytes, size_t fusion_tensor_limit);
 
   void add(int rank, const Announcement& announcement, Clock::time_point now);
   // Drops a name that ran without the coordinator (all ranks had it cached).
@@ -120,6 +124,7 @@ class Coordinator {
 
   int world_size_;
   size_t fusion_bytes_;
+  size_t fusion_tensor_limit_;
   uint64_t next_order_ = 0;
   std::map<std::string, Pending> pending_;
   std::vector<std::string> ready_;  // in the order they became ready
