@@ -66,6 +66,9 @@ const std::vector<ConfigEntry>& config_table() {
       {"MATEX_STALL_SHUTDOWN_SECONDS", ConfigType::kSeconds, "0", "", 0, 1e6, kSameOnAllRanks,
        "When > 0, an engine tensor that some ranks submitted and others did not for this long fails on "
        "the ranks that submitted it, instead of waiting forever. 0: off."},
+      {"MATEX_TIMELINE", ConfigType::kString, "", "", kUnbounded, kUnbounded, kPerRank,
+       "Write the engine's Chrome trace (chrome://tracing, Perfetto) to this file: rank 0 only, or every "
+       "rank when the name contains %r (replaced by the rank). Empty: no timeline."},
       {"MATEX_SHM_DISABLE", ConfigType::kBool, "0", "", kUnbounded, kUnbounded, kSameOnAllRanks,
        "1: never use shared memory; every algorithm falls back to flat MPI."},
       {"MATEX_CMA_DISABLE", ConfigType::kBool, "0", "", kUnbounded, kUnbounded, kSameOnAllRanks,

@@ -21,6 +21,15 @@ constexpr size_t kIdleSamples = 4096;
 
 bool is_unit(double factor) { return factor == 1.0; }
 
+matex_collective_t collective_of(TensorKind kind) {
+  switch (kind) {
+    case TensorKind::kAllreduce: return MATEX_COLL_ALLREDUCE;
+    case TensorKind::kBroadcast: return MATEX_COLL_BROADCAST;
+    case TensorKind::kAllgather: return MATEX_COLL_ALLGATHER;
+  }
+  return MATEX_COLL_ALLREDUCE;
+}
+
 }  // namespace
 
 Engine::Engine(MPI_Comm parent) : config_(Config::from_environment()) {
@@ -40,6 +49,7 @@ Engine::Engine(MPI_Comm parent) : config_(Config::from_environment()) {
   stall_warning_seconds_ = config_.get_seconds("MATEX_STALL_WARNING_SECONDS");
   stall_shutdown_seconds_ = config_.get_seconds("MATEX_STALL_SHUTDOWN_SECONDS");
   if (rank_ == 0) coordinator_ = std::make_unique<Coordinator>(size_, fusion_bytes_, fusion_tensor_limit_);
+  timeline_ = std::make_unique<Timeline>(config_.get_string("MATEX_TIMELINE"), rank_);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -96,8 +106,10 @@ void Engine::submit(std::vector<TensorOp> ops) {
       MATEX_REQUIRE(in_flight_.count(op.name) == 0, MATEX_ERR_INVALID_ARG,
                     "tensor '" + op.name + "' is still in flight; submit a name again only after it completed");
     }
+    const Clock::time_point now = Clock::now();
     for (TensorOp& op : ops) {
       in_flight_.insert(op.name);
+      op.submitted_at = now;
       queue_.push_back(std::move(op));
     }
   }
@@ -125,6 +137,8 @@ bool Engine::absorb_queue() {
   for (TensorOp& op : queue_) {
     op.cache_bit = cache_.bit_of(op.name, op.spec);
     op.queued_at = Clock::now();
+    op.arrival = arrivals_++;
+    timeline_->event(op.name, "queue", op.submitted_at, op.queued_at);
     std::string name = op.name;
     pending_.emplace(std::move(name), std::move(op));
   }
@@ -173,10 +187,17 @@ std::vector<Response> Engine::negotiate(bool vote_shutdown, bool* cached) {
 std::vector<Response> Engine::negotiate_in_full(bool vote_shutdown) {
   Announcement mine;
   mine.wants_shutdown = vote_shutdown;
+  // In submission order: rank 0 runs names in the order they became ready,
+  // and the gradients a framework hands over first should run first.
+  std::vector<TensorOp*> news;
   for (auto& [name, op] : pending_) {
     if (op.announced && op.cache_bit == ResponseCache::kNone) continue;  // rank 0 has it already
-    mine.entries.push_back({name, op.spec});
-    op.announced = true;
+    news.push_back(&op);
+  }
+  std::sort(news.begin(), news.end(), [](const TensorOp* a, const TensorOp* b) { return a->arrival < b->arrival; });
+  for (TensorOp* op : news) {
+    mine.entries.push_back({op->name, op->spec});
+    op->announced = true;
   }
   const std::string sent = mine.encode();
   int length = static_cast<int>(sent.size());
@@ -288,11 +309,13 @@ void Engine::execute(const Response& response) {
     return;
   }
   std::vector<TensorOp*> ops;
+  const Clock::time_point agreed = Clock::now();
   for (const std::string& name : response.names) {
     auto it = pending_.find(name);
     if (it == pending_.end()) MATEX_RAISE(MATEX_ERR_INTERNAL, "engine: response for unknown tensor '" + name + "'");
     ops.push_back(&it->second);
     cache_.add(name, it->second.spec);
+    timeline_->event(name, "negotiate", it->second.queued_at, agreed);
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -325,7 +348,9 @@ void Engine::execute_allreduce(const std::vector<TensorOp*>& ops) {
     // Tensors too big to fuse are fresh gradients whose outputs are not in cache.
     AllreduceHints hints;
     hints.cold_output = spec.count * element > fusion_tensor_limit_;
+    const Clock::time_point begin = Clock::now();
     comm_->allreduce(input, only.recv, spec.count, dtype, op, hints);
+    record_collective(ops, "allreduce", begin, spec.count * element);
     scale_elements(dtype, only.recv, spec.count, only.postscale);
     return;
   }
@@ -333,6 +358,7 @@ void Engine::execute_allreduce(const std::vector<TensorOp*>& ops) {
   for (const TensorOp* t : ops) total += t->spec.count;
   if (fusion_buffer_.size() < total * element) fusion_buffer_.resize(total * element);
   char* buffer = fusion_buffer_.data();
+  const Clock::time_point pack_begin = Clock::now();
   size_t offset = 0;
   for (const TensorOp* t : ops) {  // pack, scaling on the way in
     const size_t bytes = t->spec.count * element;
@@ -340,7 +366,11 @@ void Engine::execute_allreduce(const std::vector<TensorOp*>& ops) {
     scale_elements(dtype, buffer + offset, t->spec.count, t->prescale);
     offset += bytes;
   }
+  const Clock::time_point begin = Clock::now();
+  for (const TensorOp* t : ops) timeline_->event(t->name, "pack", pack_begin, begin);
   comm_->allreduce(MATEX_IN_PLACE, buffer, total, dtype, op);
+  record_collective(ops, "allreduce", begin, total * element);
+  const Clock::time_point unpack_begin = Clock::now();
   offset = 0;
   for (const TensorOp* t : ops) {  // unpack, scaling on the way out
     const size_t bytes = t->spec.count * element;
@@ -348,10 +378,23 @@ void Engine::execute_allreduce(const std::vector<TensorOp*>& ops) {
     scale_elements(dtype, t->recv, t->spec.count, t->postscale);
     offset += bytes;
   }
+  const Clock::time_point end = Clock::now();
+  for (const TensorOp* t : ops) timeline_->event(t->name, "unpack", unpack_begin, end);
+}
+
+void Engine::record_collective(const std::vector<TensorOp*>& ops, const char* what, Clock::time_point begin,
+                               size_t bytes) {
+  if (!timeline_->active()) return;
+  const Clock::time_point end = Clock::now();
+  const std::string args = "\"algorithm\": \"" + std::string(comm_->last_algorithm(collective_of(ops[0]->spec.kind))) +
+                           "\", \"bytes\": " + std::to_string(bytes) + ", \"tensors\": " + std::to_string(ops.size());
+  for (const TensorOp* t : ops) timeline_->event(t->name, what, begin, end, args);
 }
 
 void Engine::execute_broadcast(TensorOp& op) {
+  const Clock::time_point begin = Clock::now();
   comm_->broadcast(op.recv, op.spec.count, static_cast<matex_dtype_t>(op.spec.dtype), op.spec.root);
+  record_collective({&op}, "broadcast", begin, op.spec.bytes());
 }
 
 }  // namespace matexcomm

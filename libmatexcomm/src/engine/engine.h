@@ -35,6 +35,7 @@
 #include "engine/negotiation.h"
 #include "engine/request_state.h"
 #include "engine/response_cache.h"
+#include "engine/timeline.h"
 #include "matexcomm/matexcomm.h"
 
 namespace matexcomm {
@@ -53,7 +54,9 @@ struct TensorOp {
   // Engine-side bookkeeping.
   int cache_bit = ResponseCache::kNone;  // announced by bit while cached with this spec
   bool announced = false;                // announced in full to the coordinator at least once
-  std::chrono::steady_clock::time_point queued_at;
+  std::chrono::steady_clock::time_point submitted_at;  // by the caller
+  std::chrono::steady_clock::time_point queued_at;     // picked up by the engine's thread
+  uint64_t arrival = 0;                                // order of pick-up: announcements keep it
 };
 
 // Counters of the background thread (matex_engine_stats).
@@ -93,6 +96,9 @@ class Engine {
   void execute(const Response& response);
   void execute_allreduce(const std::vector<TensorOp*>& ops);
   void execute_broadcast(TensorOp& op);
+  // Timeline events of one collective for every tensor it carried.
+  void record_collective(const std::vector<TensorOp*>& ops, const char* what,
+                         std::chrono::steady_clock::time_point begin, size_t bytes);
   void finish(const std::string& name, matex_status_t status, const std::string& message);
   void fail_everything(const std::string& message);
 
@@ -117,11 +123,13 @@ class Engine {
   std::vector<double> idle_samples_;  // the last kIdleSamples idle cycles' coordination times (a ring)
 
   std::unordered_map<std::string, TensorOp> pending_;  // background thread only
+  uint64_t arrivals_ = 0;
   ResponseCache cache_{1u << 16};                      // background thread only
   std::unique_ptr<Coordinator> coordinator_;           // rank 0 only
   std::set<std::string> stall_warned_;                 // rank 0 only
   std::chrono::steady_clock::time_point next_inspection_;  // rank 0: a full cycle is due for the stall inspector
   std::vector<char> fusion_buffer_;
+  std::unique_ptr<Timeline> timeline_;  // background thread only; closed after it stops
   std::thread thread_;
 };
 
