@@ -42,9 +42,10 @@ struct Registry {
   bool we_initialized_mpi = false;
 };
 
+// Never destroyed, so the shells it holds stay reachable until the process ends.
 Registry& registry() {
-  static Registry instance;
-  return instance;
+  static Registry* instance = new Registry;
+  return *instance;
 }
 
 }  // namespace

@@ -32,9 +32,10 @@ struct EngineRegistry {
   std::unordered_set<matex_engine_t> shells;
 };
 
+// Never destroyed, so the shells it holds stay reachable until the process ends.
 EngineRegistry& engines() {
-  static EngineRegistry instance;
-  return instance;
+  static EngineRegistry* instance = new EngineRegistry;
+  return *instance;
 }
 
 matexcomm::Engine& live_engine(matex_engine_t engine) {
