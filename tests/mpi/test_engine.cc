@@ -227,6 +227,42 @@ TEST_F(EngineTest, RepeatedStepsRunFromTheCache) {
   agree_no_errors(errors, "repeated steps");
 }
 
+// Allgather with a variable first dimension: rank r contributes r rows (rank 0
+// none) of 3 int32 values, twice (the second time with other row counts).
+TEST_F(EngineTest, AllgatherWithVariableRows) {
+  long long errors = 0;
+  for (int round = 0; round < 2; ++round) {
+    const size_t kRow = 3;
+    const size_t my_rows = static_cast<size_t>((world_rank() + round) % (world_size() + 1));
+    std::vector<int32_t> mine(my_rows * kRow);
+    for (size_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<int32_t>(1000 * world_rank() + i + round);
+    matex_tensor_op_t op{};
+    op.name = "gather/rows";
+    op.coll = MATEX_COLL_ALLGATHER;
+    op.sendbuf = mine.empty() ? nullptr : mine.data();
+    op.count = my_rows;
+    op.row_elements = kRow;
+    op.dtype = MATEX_INT32;
+    matex_request_t request = nullptr;
+    ASSERT_EQ(matex_engine_submit(engine_, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
+    ASSERT_EQ(matex_request_wait(request), MATEX_SUCCESS) << matex_last_error();
+    const void* data = nullptr;
+    size_t rows = 0;
+    ASSERT_EQ(matex_request_output(request, &data, &rows), MATEX_SUCCESS) << matex_last_error();
+    std::vector<int32_t> want;
+    for (int r = 0; r < world_size(); ++r) {
+      const size_t their_rows = static_cast<size_t>((r + round) % (world_size() + 1));
+      for (size_t i = 0; i < their_rows * kRow; ++i) want.push_back(static_cast<int32_t>(1000 * r + i + round));
+    }
+    EXPECT_EQ(rows * kRow, want.size());
+    const int32_t* got = static_cast<const int32_t*>(data);
+    for (size_t i = 0; i < std::min(want.size(), rows * kRow); ++i) errors += got[i] != want[i];
+    errors += rows * kRow != want.size();
+    matex_request_free(&request);
+  }
+  agree_no_errors(errors, "allgather with variable rows");
+}
+
 TEST_F(EngineTest, PrescaleAndPostscale) {
   const size_t count = 1000;
   std::vector<float> in(count), out(count, -1.0f);
@@ -355,6 +391,10 @@ TEST_F(EngineTest, BadSubmissionsAreRefusedWithoutQueuing) {
   bad.root = world_size();
   errors += expect_error(matex_engine_submit(engine_, &bad, 1, nullptr), MATEX_ERR_INVALID_ARG, "root",
                          "root out of range");
+  bad = op;
+  bad.coll = MATEX_COLL_REDUCE_SCATTER;
+  errors += expect_error(matex_engine_submit(engine_, &bad, 1, nullptr), MATEX_ERR_INVALID_ARG, "coll",
+                         "reduce_scatter through the engine");
   bad = op;
   bad.recvbuf = nullptr;
   errors += expect_error(matex_engine_submit(engine_, &bad, 1, nullptr), MATEX_ERR_INVALID_ARG, "recvbuf",

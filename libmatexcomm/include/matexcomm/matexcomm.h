@@ -171,10 +171,11 @@ typedef void (*matex_completion_fn)(matex_status_t status, const char* message, 
 
 typedef struct {
   const char* name;             /* matched across ranks; unique among tensors in flight */
-  matex_collective_t coll;      /* MATEX_COLL_ALLREDUCE or MATEX_COLL_BROADCAST */
-  const void* sendbuf;          /* allreduce input, or MATEX_IN_PLACE (then recvbuf holds it) */
-  void* recvbuf;                /* allreduce output; the broadcast buffer */
-  size_t count;                 /* elements */
+  matex_collective_t coll;      /* MATEX_COLL_ALLREDUCE, _BROADCAST or _ALLGATHER */
+  const void* sendbuf;          /* allreduce or allgather input; allreduce: or MATEX_IN_PLACE */
+  void* recvbuf;                /* allreduce output; the broadcast buffer; allgather: unused */
+  size_t count;                 /* elements; allgather: this rank's rows (may differ between ranks) */
+  size_t row_elements;          /* allgather: elements per row, the same everywhere; 0 means 1 */
   matex_dtype_t dtype;
   matex_op_t op;                /* allreduce */
   int root;                     /* broadcast */
@@ -200,6 +201,9 @@ MATEX_API matex_status_t matex_engine_submit(matex_engine_t engine, const matex_
 MATEX_API matex_status_t matex_request_wait(matex_request_t request);
 /* *done = 1 and the tensor's status once complete; *done = 0 and MATEX_SUCCESS before. */
 MATEX_API matex_status_t matex_request_test(matex_request_t request, int* done);
+/* An allgather's result, owned by the request (valid until it is freed): every
+ * rank's rows in rank order, *rows of them in all. Only after success. */
+MATEX_API matex_status_t matex_request_output(matex_request_t request, const void** data, size_t* rows);
 /* Releases a request (complete or not: the engine keeps what it needs). Sets *request to NULL. */
 MATEX_API matex_status_t matex_request_free(matex_request_t* request);
 

@@ -70,9 +70,14 @@ matexcomm::TensorOp convert(const matex_tensor_op_t& in, size_t index) {
       op.spec.root = in.root;
       op.recv = in.recvbuf;
       break;
+    case MATEX_COLL_ALLGATHER:
+      op.spec.kind = matexcomm::TensorKind::kAllgather;
+      op.spec.row_elements = in.row_elements == 0 ? 1 : in.row_elements;
+      op.send = in.sendbuf;
+      break;
     default:
       MATEX_RAISE(MATEX_ERR_INVALID_ARG, "tensor '" + op.name + "': coll " + std::to_string(in.coll) +
-                                             " is not available in the engine (allreduce or broadcast)");
+                                             " is not available in the engine (allreduce, broadcast, allgather)");
   }
   op.state = std::make_shared<matexcomm::RequestState>(in.callback, in.user_data);
   return op;
@@ -162,6 +167,17 @@ matex_status_t matex_request_test(matex_request_t request, int* done) {
     if (outcome != MATEX_SUCCESS) g_last_error = message;
   });
   return status != MATEX_SUCCESS ? status : outcome;
+}
+
+matex_status_t matex_request_output(matex_request_t request, const void** data, size_t* rows) {
+  return guarded([&] {
+    require_out(data, "data");
+    require_out(rows, "rows");
+    MATEX_REQUIRE(request != nullptr && request->state, MATEX_ERR_INVALID_ARG, "request is NULL");
+    MATEX_REQUIRE(request->state->done(), MATEX_ERR_INVALID_ARG, "the request has not completed yet");
+    *data = request->state->output().data();
+    *rows = request->state->output_rows();
+  });
 }
 
 matex_status_t matex_request_free(matex_request_t* request) {

@@ -88,7 +88,9 @@ void Engine::check(const TensorOp& op) const {
                     what + "root " + std::to_string(op.spec.root) + " is not a rank (0.." + std::to_string(size_ - 1) + ")");
       break;
     case TensorKind::kAllgather:
-      MATEX_RAISE(MATEX_ERR_UNSUPPORTED, what + "allgather through the engine is not available yet");
+      MATEX_REQUIRE(!has_data || op.send != nullptr, MATEX_ERR_INVALID_ARG, what + "sendbuf is NULL");
+      MATEX_REQUIRE(op.spec.row_elements >= 1, MATEX_ERR_INVALID_ARG, what + "row_elements must be at least 1");
+      break;
   }
 }
 
@@ -135,7 +137,8 @@ bool Engine::absorb_queue() {
     wake_.wait_for(lock, std::chrono::duration<double>(cycle_seconds_), [&] { return !queue_.empty() || stopping_; });
   }
   for (TensorOp& op : queue_) {
-    op.cache_bit = cache_.bit_of(op.name, op.spec);
+    // Allgathers never use the cache: their row counts differ between ranks and steps.
+    op.cache_bit = op.spec.kind == TensorKind::kAllgather ? ResponseCache::kNone : cache_.bit_of(op.name, op.spec);
     op.queued_at = Clock::now();
     op.arrival = arrivals_++;
     timeline_->event(op.name, "queue", op.submitted_at, op.queued_at);
@@ -314,7 +317,7 @@ void Engine::execute(const Response& response) {
     auto it = pending_.find(name);
     if (it == pending_.end()) MATEX_RAISE(MATEX_ERR_INTERNAL, "engine: response for unknown tensor '" + name + "'");
     ops.push_back(&it->second);
-    cache_.add(name, it->second.spec);
+    if (response.kind != TensorKind::kAllgather) cache_.add(name, it->second.spec);
     timeline_->event(name, "negotiate", it->second.queued_at, agreed);
   }
   {
@@ -324,6 +327,7 @@ void Engine::execute(const Response& response) {
   }
   try {
     if (response.kind == TensorKind::kAllreduce) execute_allreduce(ops);
+    else if (response.kind == TensorKind::kAllgather) execute_allgather(*ops[0], response.rows);
     else execute_broadcast(*ops[0]);
   } catch (const Error& error) {
     for (const std::string& name : response.names) finish(name, error.status(), error.message());
@@ -389,6 +393,24 @@ void Engine::record_collective(const std::vector<TensorOp*>& ops, const char* wh
   const std::string args = "\"algorithm\": \"" + std::string(comm_->last_algorithm(collective_of(ops[0]->spec.kind))) +
                            "\", \"bytes\": " + std::to_string(bytes) + ", \"tensors\": " + std::to_string(ops.size());
   for (const TensorOp* t : ops) timeline_->event(t->name, what, begin, end, args);
+}
+
+void Engine::execute_allgather(TensorOp& op, const std::vector<uint64_t>& rows) {
+  const matex_dtype_t dtype = static_cast<matex_dtype_t>(op.spec.dtype);
+  const size_t row_bytes = op.spec.row_elements * dtype_size(dtype);
+  MATEX_REQUIRE(rows.size() == static_cast<size_t>(size_), MATEX_ERR_INTERNAL, "engine: allgather without every rank's rows");
+  std::vector<size_t> counts(rows.size());
+  size_t total_rows = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    counts[r] = rows[r] * op.spec.row_elements;
+    total_rows += rows[r];
+  }
+  std::vector<char>& out = op.state->output();
+  out.resize(std::max<size_t>(total_rows * row_bytes, 1));
+  op.state->output_rows() = total_rows;
+  const Clock::time_point begin = Clock::now();
+  comm_->allgatherv(op.send, op.spec.count * op.spec.row_elements, out.data(), counts.data(), nullptr, dtype);
+  record_collective({&op}, "allgather", begin, total_rows * row_bytes);
 }
 
 void Engine::execute_broadcast(TensorOp& op) {

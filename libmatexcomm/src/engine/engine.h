@@ -96,6 +96,7 @@ class Engine {
   void execute(const Response& response);
   void execute_allreduce(const std::vector<TensorOp*>& ops);
   void execute_broadcast(TensorOp& op);
+  void execute_allgather(TensorOp& op, const std::vector<uint64_t>& rows);
   // Timeline events of one collective for every tensor it carried.
   void record_collective(const std::vector<TensorOp*>& ops, const char* what,
                          std::chrono::steady_clock::time_point begin, size_t bytes);

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "matexcomm/matexcomm.h"
 
@@ -34,6 +35,14 @@ class RequestState {
     return status_;
   }
 
+  // An allgather's result; written by the engine before complete().
+  std::vector<char>& output() { return output_; }
+  size_t& output_rows() { return output_rows_; }
+  bool done() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return done_;
+  }
+
   bool test(matex_status_t* status, std::string* message) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (done_) {
@@ -51,6 +60,8 @@ class RequestState {
   std::string message_;
   matex_completion_fn callback_;
   void* user_data_;
+  std::vector<char> output_;
+  size_t output_rows_ = 0;
 };
 
 }  // namespace matexcomm
