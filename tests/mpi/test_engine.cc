@@ -260,6 +260,21 @@ TEST_F(EngineTest, AllgatherWithVariableRows) {
     errors += rows * kRow != want.size();
     matex_request_free(&request);
   }
+  // Rows of different widths cannot be stacked: every rank is told.
+  if (world_size() > 1) {
+    std::vector<int32_t> row(4, 7);
+    matex_tensor_op_t op{};
+    op.name = "gather/widths";
+    op.coll = MATEX_COLL_ALLGATHER;
+    op.sendbuf = row.data();
+    op.count = 1;
+    op.row_elements = world_rank() == 1 ? 4 : 3;
+    op.dtype = MATEX_INT32;
+    matex_request_t request = nullptr;
+    ASSERT_EQ(matex_engine_submit(engine_, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
+    errors += expect_error(matex_request_wait(request), MATEX_ERR_MISMATCH, "row_elements=4", "allgather widths");
+    matex_request_free(&request);
+  }
   agree_no_errors(errors, "allgather with variable rows");
 }
 

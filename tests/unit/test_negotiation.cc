@@ -91,6 +91,30 @@ TEST(Negotiation, DisagreementQuotesEveryRank) {
   EXPECT_NE(r[0].error.find("rank 1: allreduce float32 sum count=5"), std::string::npos) << r[0].error;
 }
 
+TEST(Negotiation, AllgatherRowsMayDifferButNotTheirWidth) {
+  TensorSpec rows;
+  rows.kind = TensorKind::kAllgather;
+  rows.dtype = MATEX_INT32;
+  rows.row_elements = 3;
+  Coordinator c(2, 1 << 20, 1 << 20);
+  const auto now = Clock::now();
+  rows.count = 2;
+  c.add(0, announce({{"g", rows}}), now);
+  rows.count = 5;
+  c.add(1, announce({{"g", rows}}), now);
+  std::vector<Response> r = c.take_responses();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].type, Response::Type::kExecute);
+  EXPECT_EQ(r[0].rows, (std::vector<uint64_t>{2, 5}));
+  c.add(0, announce({{"h", rows}}), now);
+  rows.row_elements = 4;
+  c.add(1, announce({{"h", rows}}), now);
+  r = c.take_responses();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].type, Response::Type::kError);
+  EXPECT_NE(r[0].error.find("row_elements=4"), std::string::npos) << r[0].error;
+}
+
 TEST(Negotiation, StallsNameTheMissingRanksAndCanFail) {
   Coordinator c(3, 1 << 20, 1 << 20);
   const auto start = Clock::now();
