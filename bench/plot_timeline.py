@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Renders a MATEX_TIMELINE Chrome trace as a PNG: one row per tensor, one
-coloured bar per event (queue, negotiate, pack, allreduce, broadcast, unpack).
+coloured bar per event (queue, negotiate, pack, allreduce, broadcast, unpack),
+and thin bars inside each collective for its algorithm's phases.
 For a quick look without a browser; chrome://tracing or Perfetto show the same
 file interactively.
 
@@ -15,7 +16,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 COLOURS = {"queue": "#bbbbbb", "negotiate": "#f2a541", "pack": "#6baed6", "allreduce": "#2171b5",
-           "broadcast": "#41ab5d", "unpack": "#9ecae1"}
+           "broadcast": "#41ab5d", "allgather": "#807dba", "unpack": "#9ecae1"}
+# The algorithm's phases, drawn as thin bars inside their collective.
+PHASES = {"copy-in": "#fdae6b", "reduce": "#d62728", "rail": "#8c564b", "copy-out": "#74c476",
+          "wait": "#ffffff"}
 
 
 def main():
@@ -38,8 +42,9 @@ def main():
     for e in spans:
         if e["tid"] not in index:
             continue
-        ax.barh(index[e["tid"]], e["dur"] / 1000.0, left=(e["ts"] - t0) / 1000.0, height=0.7,
-                color=COLOURS.get(e["name"], "black"), label=e["name"])
+        phase = e["name"] in PHASES
+        ax.barh(index[e["tid"]], e["dur"] / 1000.0, left=(e["ts"] - t0) / 1000.0, height=0.3 if phase else 0.7,
+                color=PHASES.get(e["name"], COLOURS.get(e["name"], "black")), label=e["name"])
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))
     ax.legend(unique.values(), unique.keys(), loc="upper right", fontsize=8)

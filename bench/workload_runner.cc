@@ -122,9 +122,16 @@ WorkloadResult run_workload(matex_comm_t comm, const std::vector<WorkloadTensor>
       single_seconds += single_time;
     }
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // idle cycles for the overhead figure
   matex_engine_stats_t stats{};
   check(matex_engine_stats(engine.get(), &stats), "matex_engine_stats");
+  // Steady-state overhead: a quiet window of idle cycles (nothing submitted,
+  // every tensor cached), without the steps' collectives competing for the cores.
+  MPI_Barrier(MPI_COMM_WORLD);
+  check(matex_engine_stats_reset(engine.get()), "matex_engine_stats_reset");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  matex_engine_stats_t quiet{};
+  check(matex_engine_stats(engine.get(), &quiet), "matex_engine_stats");
+  stats.idle_coordination_us = quiet.idle_coordination_us;
   result.step_us = step_seconds / steps * 1e6;
   result.single_allreduce_us = single_seconds / steps * 1e6;
   result.ratio = result.step_us / result.single_allreduce_us;

@@ -31,7 +31,7 @@ struct WorkloadResult {
   double single_allreduce_us = 0;  // likewise, one allreduce of all elements
   double ratio = 0;                // step_us / single_allreduce_us
   double tensors_per_second = 0;
-  double idle_coordination_us = 0;  // the engine's cycles with nothing new to agree on
+  double idle_coordination_us = 0;  // median idle cycle in a quiet 0.3 s window after the steps
   uint64_t cached_cycles = 0;
   uint64_t full_cycles = 0;
   uint64_t fused_responses = 0;

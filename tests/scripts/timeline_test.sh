@@ -16,7 +16,7 @@ for rank in (0, 1):
     rows = {e["args"]["name"]: e["tid"] for e in events if e.get("ph") == "M"}
     assert "small/0" in rows, f"rank {rank}: no row for tensor small/0"
     names = {e["name"] for e in events if e.get("ph") == "X"}
-    for wanted in ("queue", "negotiate", "pack", "allreduce", "unpack"):
+    for wanted in ("queue", "negotiate", "pack", "allreduce", "unpack", "reduce", "copy-in"):
         assert wanted in names, f"rank {rank}: no '{wanted}' event (have {sorted(names)})"
     reduces = [e for e in events if e.get("name") == "allreduce"]
     assert all(e["args"]["algorithm"] and e["args"]["bytes"] > 0 for e in reduces), "allreduce events lack args"
@@ -24,4 +24,4 @@ for rank in (0, 1):
     fused = max(e["args"]["tensors"] for e in reduces)
     print(f"rank {rank}: {len(events)} events, {len(rows)} tensors, up to {fused} tensors per fused allreduce")
 PY
-echo "PASS: both timelines parse and hold queue/negotiate/pack/allreduce/unpack events"
+echo "PASS: both timelines parse and hold queue/negotiate/pack/allreduce/unpack and algorithm-phase events"

@@ -217,6 +217,8 @@ typedef struct {
   uint64_t tensors;                /* tensors completed */
 } matex_engine_stats_t;
 MATEX_API matex_status_t matex_engine_stats(matex_engine_t engine, matex_engine_stats_t* stats);
+/* Zeroes this rank's counters and forgets the idle-cycle samples (to measure a window). */
+MATEX_API matex_status_t matex_engine_stats_reset(matex_engine_t engine);
 
 /* ---- helpers ---------------------------------------------------------------- */
 /* Bytes per element; 0 for an unknown dtype. */

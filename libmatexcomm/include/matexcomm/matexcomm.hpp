@@ -175,6 +175,7 @@ class Engine {
     t.root = root;
     return std::move(submit({t})[0]);
   }
+  void reset_stats() { check(matex_engine_stats_reset(engine_)); }
   matex_engine_stats_t stats() const {
     matex_engine_stats_t s{};
     check(matex_engine_stats(engine_, &s));

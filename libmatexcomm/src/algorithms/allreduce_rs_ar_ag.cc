@@ -72,12 +72,17 @@ struct Round {
       if (l != me) sources.push_back(shm.slot(round, l) + range.begin * element);
     }
     char* shared = shm.result(round) + range.begin * element;
-    reduce_sources(args.dtype, args.op, shared, sources.data(), static_cast<int>(sources.size()), range.size());
+    {
+      PhaseTimer timer(ctx.phases, Phase::kReduce);
+      reduce_sources(args.dtype, args.op, shared, sources.data(), static_cast<int>(sources.size()), range.size());
+    }
     if (ctx.layout->node_count > 1) {
+      PhaseTimer timer(ctx.phases, Phase::kRail);
       ShmNodeChannel::MpiSection in_mpi(shm);
       ctx.reductions->allreduce_in_place(ctx.rail, shared, range.size(), args.dtype, args.op);
     }
     if (args.op == MATEX_AVG) divide_elements(args.dtype, shared, range.size(), ctx.layout->world_size);
+    PhaseTimer timer(ctx.phases, Phase::kScatter);
     copy_to_user(recv_at(range.begin), shared, range.size() * element);
   }
 
@@ -116,12 +121,23 @@ void allreduce_rs_ar_ag(const CollectiveContext& ctx, const AllreduceArgs& args)
     ShmNodeChannel& shm = *ctx.shm;
     const int me = shm.local_rank();
     const Round step{ctx, args, shm, element, done, n, owners};
-    const uint64_t round = shm.begin_round(descriptor, [&](char* slot) { step.stage_foreign_shards(slot, me); });
+    uint64_t round = 0;
+    {  // begin_round stages (copy-in), then waits for the peers' posts (wait)
+      PhaseSplit opening(ctx.phases, Phase::kWait);
+      round = shm.begin_round(descriptor, [&](char* slot) {
+        PhaseSplit::Part staging(opening, Phase::kGather);
+        step.stage_foreign_shards(slot, me);
+      });
+    }
     if (me < owners) {
       step.reduce_own_shard(round, me, sources);
       shm.mark_ready(round);
     }
-    shm.wait_ready(round, 0, owners);
+    {
+      PhaseTimer timer(ctx.phases, Phase::kWait);
+      shm.wait_ready(round, 0, owners);
+    }
+    PhaseTimer timer(ctx.phases, Phase::kScatter);
     step.copy_out_foreign_shards(round, me);
   }
 }

@@ -60,6 +60,7 @@ void reduce_block(const CollectiveContext& ctx, ShmNodeChannel& shm, const Allre
     if (peer == me) continue;
     ShmNodeChannel::PeerBuffers theirs = shm.peer_buffers(peer);
     char* copy = scratch + scratch_stride * used++;
+    PhaseTimer timer(ctx.phases, Phase::kGather);
     cma_read(theirs.pid, theirs.send + offset, copy, bytes);
     sources.push_back(copy);
   }
@@ -69,12 +70,17 @@ void reduce_block(const CollectiveContext& ctx, ShmNodeChannel& shm, const Allre
   // only then written out, to my recv buffer and to every neighbour's.
   const bool in_place = args.send == args.recv;
   char* finished = in_place ? target : scratch + scratch_stride * (q - 1);
-  reduce_sources(args.dtype, args.op, finished, sources.data(), q, count);
+  {
+    PhaseTimer timer(ctx.phases, Phase::kReduce);
+    reduce_sources(args.dtype, args.op, finished, sources.data(), q, count);
+  }
   if (ctx.layout->node_count > 1) {
+    PhaseTimer timer(ctx.phases, Phase::kRail);
     ShmNodeChannel::MpiSection in_mpi(shm);
     ctx.reductions->allreduce_in_place(ctx.rail, finished, count, args.dtype, args.op);
   }
   if (args.op == MATEX_AVG) divide_elements(args.dtype, finished, count, ctx.layout->world_size);
+  PhaseTimer timer(ctx.phases, Phase::kScatter);
   if (!in_place) {
     if (args.streaming) stream_copy(target, finished, bytes);
     else std::memcpy(target, finished, bytes);
@@ -104,7 +110,11 @@ void allreduce_rs_ar_ag_cma(const CollectiveContext& ctx, const AllreduceArgs& a
   ShmNodeChannel& shm = *ctx.shm;
   const CallDescriptor descriptor{args.sequence, args.count, args.dtype, args.op, args.algorithm_id,
                                   MATEX_COLL_ALLREDUCE};
-  const uint64_t round = shm.expose_buffers(descriptor, args.send, args.recv);
+  uint64_t round = 0;
+  {
+    PhaseTimer timer(ctx.phases, Phase::kWait);
+    round = shm.expose_buffers(descriptor, args.send, args.recv);
+  }
   if (layout.local_rank < owners && args.count > 0) {
     const size_t stride = block * element;
     char* scratch = scratch_memory(ctx, stride * shm.local_size());  // q-1 copies + the finished block
@@ -121,6 +131,7 @@ void allreduce_rs_ar_ag_cma(const CollectiveContext& ctx, const AllreduceArgs& a
     }
   }
   shm.mark_ready(round);
+  PhaseTimer timer(ctx.phases, Phase::kWait);
   shm.wait_ready(round, 0, shm.local_size());
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "algorithms/phase_clock.h"
 #include "matex/topology/layout.h"
 #include "matexcomm/matexcomm.h"
 #include "transport/mpi_reductions.h"
@@ -29,6 +30,7 @@ struct CollectiveContext {
   bool single_copy_ok = false;       // identical on every rank: every node can use cross-memory attach
   size_t single_copy_block_bytes = 0;  // rs_ar_ag_cma's step on a single node (MATEX_CMA_BLOCK_BYTES)
   std::vector<char>* scratch = nullptr;  // the communicator's reusable scratch memory
+  PhaseTimes* phases = nullptr;          // where the time goes, when someone asks (the engine's timeline)
 };
 
 // At least `bytes` of the communicator's scratch memory (kept between calls,

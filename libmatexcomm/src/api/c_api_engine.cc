@@ -146,6 +146,10 @@ matex_status_t matex_engine_stats(matex_engine_t engine, matex_engine_stats_t* s
   });
 }
 
+matex_status_t matex_engine_stats_reset(matex_engine_t engine) {
+  return guarded([&] { live_engine(engine).reset_stats(); });
+}
+
 matex_status_t matex_request_wait(matex_request_t request) {
   matex_status_t outcome = MATEX_SUCCESS;
   const matex_status_t status = guarded([&] {

@@ -50,6 +50,7 @@ Engine::Engine(MPI_Comm parent) : config_(Config::from_environment()) {
   stall_shutdown_seconds_ = config_.get_seconds("MATEX_STALL_SHUTDOWN_SECONDS");
   if (rank_ == 0) coordinator_ = std::make_unique<Coordinator>(size_, fusion_bytes_, fusion_tensor_limit_);
   timeline_ = std::make_unique<Timeline>(config_.get_string("MATEX_TIMELINE"), rank_);
+  if (timeline_->active()) comm_->set_phase_times(&phase_times_);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -129,6 +130,12 @@ EngineStats Engine::stats() const {
     out.idle_coordination_seconds = samples[samples.size() / 2];
   }
   return out;
+}
+
+void Engine::reset_stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_ = EngineStats{};
+  idle_samples_.clear();
 }
 
 bool Engine::absorb_queue() {
@@ -312,6 +319,7 @@ void Engine::execute(const Response& response) {
     return;
   }
   std::vector<TensorOp*> ops;
+  phase_times_.clear();
   const Clock::time_point agreed = Clock::now();
   for (const std::string& name : response.names) {
     auto it = pending_.find(name);
@@ -392,7 +400,20 @@ void Engine::record_collective(const std::vector<TensorOp*>& ops, const char* wh
   const Clock::time_point end = Clock::now();
   const std::string args = "\"algorithm\": \"" + std::string(comm_->last_algorithm(collective_of(ops[0]->spec.kind))) +
                            "\", \"bytes\": " + std::to_string(bytes) + ", \"tensors\": " + std::to_string(ops.size());
-  for (const TensorOp* t : ops) timeline_->event(t->name, what, begin, end, args);
+  for (const TensorOp* t : ops) {
+    timeline_->event(t->name, what, begin, end, args);
+    // The algorithm's phases, nested under it: each bar is that phase's total
+    // (pipelined phases interleave round by round), laid end to end.
+    Clock::time_point at = begin;
+    for (int p = 0; p < kPhaseCount; ++p) {
+      if (phase_times_.seconds[p] <= 0) continue;
+      const Clock::time_point until =
+          at + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(phase_times_.seconds[p]));
+      timeline_->event(t->name, kPhaseNames[p], at, until);
+      at = until;
+    }
+  }
+  phase_times_.clear();
 }
 
 void Engine::execute_allgather(TensorOp& op, const std::vector<uint64_t>& rows) {

@@ -36,6 +36,7 @@
 #include "engine/request_state.h"
 #include "engine/response_cache.h"
 #include "engine/timeline.h"
+#include "algorithms/phase_clock.h"
 #include "matexcomm/matexcomm.h"
 
 namespace matexcomm {
@@ -83,6 +84,7 @@ class Engine {
   void submit(std::vector<TensorOp> ops);
 
   EngineStats stats() const;
+  void reset_stats();
 
  private:
   void check(const TensorOp& op) const;
@@ -131,6 +133,7 @@ class Engine {
   std::chrono::steady_clock::time_point next_inspection_;  // rank 0: a full cycle is due for the stall inspector
   std::vector<char> fusion_buffer_;
   std::unique_ptr<Timeline> timeline_;  // background thread only; closed after it stops
+  PhaseTimes phase_times_;              // filled by comm_'s algorithms while the timeline is on
   std::thread thread_;
 };
 

@@ -5,6 +5,8 @@
 // "queue" (submit until the engine thread picks it up), "negotiate" (until all
 // ranks have it and rank 0's answer arrived), then "pack", "allreduce" or
 // "broadcast" (args: algorithm, bytes, how many tensors were fused), "unpack".
+// Under the collective, its algorithm's phases ("copy-in", "reduce", "rail",
+// "copy-out", "wait"): each bar is the phase's total over the pipeline's rounds.
 // A path containing "%r" gets the rank there and every rank writes its file;
 // otherwise only rank 0 writes (as the coordinator it sees every name).
 // Events go through a buffered stream; the array is closed when the engine
