@@ -303,6 +303,26 @@ TEST_F(EngineTest, PrescaleAndPostscale) {
     wrong += out[i] != want;
   }
   EXPECT_EQ(wrong, 0);
+  // A tensor too big to fuse, with a prescale on odd ranks only: those ranks
+  // reduce from their output buffer, the others straight from the input, and
+  // all must still pick the same algorithm.
+  const size_t big = 300007;
+  std::vector<float> bin(big), bout(big, -1.0f);
+  for (size_t i = 0; i < big; ++i) bin[i] = static_cast<float>(2 * (i % 7));
+  op.name = "scaled/big";
+  op.sendbuf = bin.data();
+  op.recvbuf = bout.data();
+  op.count = big;
+  op.prescale = world_rank() % 2 == 1 ? 0.5 : 1.0;
+  op.postscale = 1.0;
+  ASSERT_EQ(matex_engine_submit(engine_, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
+  EXPECT_EQ(matex_request_wait(request), MATEX_SUCCESS) << matex_last_error();
+  matex_request_free(&request);
+  const int odd = p / 2, even = p - p / 2;
+  for (size_t i = 0; i < big; ++i) {
+    wrong += bout[i] != static_cast<float>(2 * (i % 7) * even + (i % 7) * odd);
+  }
+  EXPECT_EQ(wrong, 0);
   agree_no_errors(wrong, "prescale and postscale");
 }
 
@@ -406,6 +426,11 @@ TEST_F(EngineTest, BadSubmissionsAreRefusedWithoutQueuing) {
   bad.root = world_size();
   errors += expect_error(matex_engine_submit(engine_, &bad, 1, nullptr), MATEX_ERR_INVALID_ARG, "root",
                          "root out of range");
+  bad = op;
+  bad.coll = MATEX_COLL_ALLGATHER;
+  bad.sendbuf = MATEX_IN_PLACE;
+  errors += expect_error(matex_engine_submit(engine_, &bad, 1, nullptr), MATEX_ERR_INVALID_ARG, "in-place",
+                         "allgather with MATEX_IN_PLACE");
   bad = op;
   bad.coll = MATEX_COLL_REDUCE_SCATTER;
   errors += expect_error(matex_engine_submit(engine_, &bad, 1, nullptr), MATEX_ERR_INVALID_ARG, "coll",

@@ -178,7 +178,8 @@ matex_status_t matex_request_output(matex_request_t request, const void** data, 
     require_out(data, "data");
     require_out(rows, "rows");
     MATEX_REQUIRE(request != nullptr && request->state, MATEX_ERR_INVALID_ARG, "request is NULL");
-    MATEX_REQUIRE(request->state->done(), MATEX_ERR_INVALID_ARG, "the request has not completed yet");
+    MATEX_REQUIRE(request->state->succeeded(), MATEX_ERR_INVALID_ARG,
+                  "the request has not completed, or it failed: no output");
     *data = request->state->output().data();
     *rows = request->state->output_rows();
   });

@@ -248,10 +248,12 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   require_buffer(recv, count, "recvbuf");
   size_t bytes = checked_bytes(count, dtype, "count");
   int chosen = select_allreduce(context_, choice_[MATEX_COLL_ALLREDUCE], bytes, send == recv, thresholds_);
-  const bool cold = hints.cold_output && send != recv;
-  if (cold && choice_[MATEX_COLL_ALLREDUCE] == "auto" && allreduce_registry()[chosen].single_copy) {
+  // The hint picks rs_ar_ag whatever the placement, so that ranks whose engines
+  // differ in placement (prescale, MATEX_IN_PLACE) still choose alike.
+  if (hints.cold_output && choice_[MATEX_COLL_ALLREDUCE] == "auto" && allreduce_registry()[chosen].single_copy) {
     chosen = find_allreduce("rs_ar_ag");
   }
+  const bool cold = hints.cold_output && send != recv;
   const AllreduceAlgorithm& algorithm = allreduce_registry()[chosen];
   last_[MATEX_COLL_ALLREDUCE] = algorithm.name;
   run_collective([&] {

@@ -20,9 +20,10 @@ namespace matexcomm {
 
 // What a caller inside the library knows about an allreduce's buffers.
 struct AllreduceHints {
-  // The output is large and not in cache (the engine's unfused tensors): out of
-  // place, write it with streaming stores through rs_ar_ag rather than with the
-  // kernel's single copies, which read every cold output line before writing it.
+  // The output is large and not in cache (the engine's unfused tensors): use
+  // rs_ar_ag (in place too, so that placement never changes the choice), and out
+  // of place write with streaming stores rather than the kernel's single copies,
+  // which read every cold output line before writing it.
   bool cold_output = false;
 };
 

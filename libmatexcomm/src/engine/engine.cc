@@ -90,6 +90,8 @@ void Engine::check(const TensorOp& op) const {
       break;
     case TensorKind::kAllgather:
       MATEX_REQUIRE(!has_data || op.send != nullptr, MATEX_ERR_INVALID_ARG, what + "sendbuf is NULL");
+      MATEX_REQUIRE(op.send != MATEX_IN_PLACE, MATEX_ERR_INVALID_ARG,
+                    what + "allgather has no in-place form in the engine (its output is allocated by the engine)");
       MATEX_REQUIRE(op.spec.row_elements >= 1, MATEX_ERR_INVALID_ARG, what + "row_elements must be at least 1");
       break;
   }
@@ -171,7 +173,9 @@ std::vector<Response> Engine::negotiate(bool vote_shutdown, bool* cached) {
     // A cached tensor that waits long is announced in full once, so that rank 0
     // learns who is missing it.
     const double waited = std::chrono::duration<double>(now - op.queued_at).count();
-    need_full = need_full || (!op.announced && waited >= stall_warning_seconds_);
+    const double due = stall_shutdown_seconds_ > 0 ? std::min(stall_warning_seconds_, stall_shutdown_seconds_)
+                                                   : stall_warning_seconds_;
+    need_full = need_full || (!op.announced && waited >= due);
   }
   // Rank 0 inspects stalls in full cycles only; while names wait, it asks for
   // one now and then (cached cycles alone would never show who is missing).
@@ -280,6 +284,8 @@ void Engine::loop() {
   } catch (const Error& error) {
     // The coordination itself failed (MPI error): nothing can be matched any more.
     fail_everything("the engine stopped: " + error.message());
+  } catch (const std::exception& error) {
+    fail_everything(std::string("the engine stopped: ") + error.what());
   }
 }
 
@@ -339,6 +345,11 @@ void Engine::execute(const Response& response) {
     else execute_broadcast(*ops[0]);
   } catch (const Error& error) {
     for (const std::string& name : response.names) finish(name, error.status(), error.message());
+    return;
+  } catch (const std::exception& error) {  // out of memory for a fusion or allgather buffer
+    for (const std::string& name : response.names) {
+      finish(name, MATEX_ERR_SYSTEM, std::string("engine: ") + error.what());
+    }
     return;
   }
   for (const std::string& name : response.names) finish(name, MATEX_SUCCESS, "");
@@ -428,9 +439,9 @@ void Engine::execute_allgather(TensorOp& op, const std::vector<uint64_t>& rows) 
   }
   std::vector<char>& out = op.state->output();
   out.resize(std::max<size_t>(total_rows * row_bytes, 1));
-  op.state->output_rows() = total_rows;
   const Clock::time_point begin = Clock::now();
   comm_->allgatherv(op.send, op.spec.count * op.spec.row_elements, out.data(), counts.data(), nullptr, dtype);
+  op.state->output_rows() = total_rows;  // only once it holds the rows
   record_collective({&op}, "allgather", begin, total_rows * row_bytes);
 }
 

@@ -15,8 +15,10 @@ class RequestState {
  public:
   RequestState(matex_completion_fn callback, void* user_data) : callback_(callback), user_data_(user_data) {}
 
-  // Called once by the engine: records the outcome, wakes waiters, runs the callback.
+  // Called once by the engine: runs the callback, then records the outcome and
+  // wakes waiters (so that a waiter that frees user_data never races the callback).
   void complete(matex_status_t status, const std::string& message) {
+    if (callback_ != nullptr) callback_(status, message.c_str(), user_data_);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       status_ = status;
@@ -24,7 +26,6 @@ class RequestState {
       done_ = true;
     }
     done_cv_.notify_all();
-    if (callback_ != nullptr) callback_(status, message_.c_str(), user_data_);
   }
 
   // Blocks until complete; returns the outcome.
@@ -38,9 +39,9 @@ class RequestState {
   // An allgather's result; written by the engine before complete().
   std::vector<char>& output() { return output_; }
   size_t& output_rows() { return output_rows_; }
-  bool done() {
+  bool succeeded() {
     std::lock_guard<std::mutex> lock(mutex_);
-    return done_;
+    return done_ && status_ == MATEX_SUCCESS;
   }
 
   bool test(matex_status_t* status, std::string* message) {
