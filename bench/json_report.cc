@@ -56,6 +56,16 @@ void write_record(std::ostream& out, const ResultRow& row, int placement, const 
   out << "}";
 }
 
+// Writes a finished document to the -J file; returns "" or an error naming it.
+std::string write_document(const std::string& path, const std::string& text) {
+  std::ofstream file(path);
+  if (!file) return "-J " + path + ": cannot open for writing: " + std::strerror(errno);
+  file << text;
+  file.close();
+  if (!file) return "-J " + path + ": write failed";
+  return "";
+}
+
 }  // namespace
 
 std::string write_json_report(const std::string& path, const RunContext& context, const std::vector<ResultRow>& rows) {
@@ -78,17 +88,8 @@ std::string write_json_report(const std::string& path, const RunContext& context
     }
   }
   out << "\n  ]\n}\n";
-  std::ofstream file(path);
-  if (!file) return "-J " + path + ": cannot open for writing: " + std::strerror(errno);
-  file << out.str();
-  file.close();
-  if (!file) return "-J " + path + ": write failed";
-  return "";
+  return write_document(path, out.str());
 }
-
-}  // namespace matexbench
-
-namespace matexbench {
 
 std::string write_workload_json(const std::string& path, const RunContext& context, const WorkloadResult& r) {
   const Options& options = *context.options;
@@ -103,12 +104,7 @@ std::string write_workload_json(const std::string& path, const RunContext& conte
       << ",\n  \"idle_cycle_coordination_us\": " << number(r.idle_coordination_us)
       << ",\n  \"cached_cycles\": " << r.cached_cycles << ",\n  \"full_cycles\": " << r.full_cycles
       << ",\n  \"fused_responses\": " << r.fused_responses << ",\n  \"wrong\": " << r.wrong << "\n}\n";
-  std::ofstream file(path);
-  if (!file) return "-J " + path + ": cannot open for writing: " + std::strerror(errno);
-  file << out.str();
-  file.close();
-  if (!file) return "-J " + path + ": write failed";
-  return "";
+  return write_document(path, out.str());
 }
 
 }  // namespace matexbench

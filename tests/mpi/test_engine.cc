@@ -120,6 +120,19 @@ matex_tensor_op_t describe(Tensor& t) {
   return op;
 }
 
+// A float32 sum allreduce of `count` elements (the case most tests need).
+matex_tensor_op_t float_sum(const char* name, const void* send, void* recv, size_t count) {
+  matex_tensor_op_t op{};
+  op.name = name;
+  op.coll = MATEX_COLL_ALLREDUCE;
+  op.sendbuf = send;
+  op.recvbuf = recv;
+  op.count = count;
+  op.dtype = MATEX_FLOAT32;
+  op.op = MATEX_SUM;
+  return op;
+}
+
 class EngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -282,14 +295,7 @@ TEST_F(EngineTest, PrescaleAndPostscale) {
   const size_t count = 1000;
   std::vector<float> in(count), out(count, -1.0f);
   for (size_t i = 0; i < count; ++i) in[i] = static_cast<float>(2 * ((i % 5) + world_rank()));
-  matex_tensor_op_t op{};
-  op.name = "scaled";
-  op.coll = MATEX_COLL_ALLREDUCE;
-  op.sendbuf = in.data();
-  op.recvbuf = out.data();
-  op.count = count;
-  op.dtype = MATEX_FLOAT32;
-  op.op = MATEX_SUM;
+  matex_tensor_op_t op = float_sum("scaled", in.data(), out.data(), count);
   op.prescale = 0.5;   // halves every (even) input exactly
   op.postscale = 4.0;  // then the sum is multiplied by 4
   matex_request_t request = nullptr;
@@ -363,14 +369,7 @@ TEST_F(EngineTest, DisagreementFailsOnEveryRankAndTheEngineGoesOn) {
   // then submits with another count: the same error, and the name works again after.
   std::vector<float> cin(8, 1.0f), cout(8, 0.0f);
   for (int round = 0; round < 3; ++round) {
-    matex_tensor_op_t op{};
-    op.name = "cached/differs";
-    op.coll = MATEX_COLL_ALLREDUCE;
-    op.sendbuf = cin.data();
-    op.recvbuf = cout.data();
-    op.count = round == 1 && odd_one ? 7 : 8;
-    op.dtype = MATEX_FLOAT32;
-    op.op = MATEX_SUM;
+      matex_tensor_op_t op = float_sum("cached/differs", cin.data(), cout.data(), round == 1 && odd_one ? 7 : 8);
     matex_request_t request = nullptr;
     ASSERT_EQ(matex_engine_submit(engine_, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
     if (round == 1) {
@@ -383,14 +382,7 @@ TEST_F(EngineTest, DisagreementFailsOnEveryRankAndTheEngineGoesOn) {
   }
   // The engine still works, and the message quoted every rank.
   std::vector<float> in(16, 1.0f), sum(16, 0.0f);
-  matex_tensor_op_t ok{};
-  ok.name = "after/mismatches";
-  ok.coll = MATEX_COLL_ALLREDUCE;
-  ok.sendbuf = in.data();
-  ok.recvbuf = sum.data();
-  ok.count = in.size();
-  ok.dtype = MATEX_FLOAT32;
-  ok.op = MATEX_SUM;
+  matex_tensor_op_t ok = float_sum("after/mismatches", in.data(), sum.data(), in.size());
   matex_request_t request = nullptr;
   ASSERT_EQ(matex_engine_submit(engine_, &ok, 1, &request), MATEX_SUCCESS) << matex_last_error();
   EXPECT_EQ(matex_request_wait(request), MATEX_SUCCESS) << matex_last_error();
@@ -401,14 +393,7 @@ TEST_F(EngineTest, DisagreementFailsOnEveryRankAndTheEngineGoesOn) {
 
 TEST_F(EngineTest, BadSubmissionsAreRefusedWithoutQueuing) {
   std::vector<float> a(4, 1.0f), b(4, 0.0f);
-  matex_tensor_op_t op{};
-  op.name = "refused";
-  op.coll = MATEX_COLL_ALLREDUCE;
-  op.sendbuf = a.data();
-  op.recvbuf = b.data();
-  op.count = 4;
-  op.dtype = MATEX_FLOAT32;
-  op.op = MATEX_SUM;
+  matex_tensor_op_t op = float_sum("refused", a.data(), b.data(), 4);
   long long errors = 0;
   matex_tensor_op_t bad = op;
   bad.name = nullptr;
@@ -454,14 +439,7 @@ TEST_F(EngineTest, BadSubmissionsAreRefusedWithoutQueuing) {
 TEST_F(EngineTest, DestroyFailsWhatIsStillPending) {
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
   std::vector<float> a(4, 1.0f), b(4, 0.0f);
-  matex_tensor_op_t op{};
-  op.name = "only/on/rank0";
-  op.coll = MATEX_COLL_ALLREDUCE;
-  op.sendbuf = a.data();
-  op.recvbuf = b.data();
-  op.count = 4;
-  op.dtype = MATEX_FLOAT32;
-  op.op = MATEX_SUM;
+  matex_tensor_op_t op = float_sum("only/on/rank0", a.data(), b.data(), 4);
   matex_request_t request = nullptr;
   if (world_rank() == 0) {
     ASSERT_EQ(matex_engine_submit(engine_, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
@@ -520,13 +498,7 @@ TEST(EngineStalls, ALateRankIsNamedAndAMissingTensorFails) {
   ASSERT_EQ(matex_engine_create(test_comm(), &engine), MATEX_SUCCESS) << matex_last_error();
 
   std::vector<float> a(8, 1.0f), b(8, 0.0f);
-  matex_tensor_op_t op{};
-  op.coll = MATEX_COLL_ALLREDUCE;
-  op.sendbuf = a.data();
-  op.recvbuf = b.data();
-  op.count = a.size();
-  op.dtype = MATEX_FLOAT32;
-  op.op = MATEX_SUM;
+  matex_tensor_op_t op = float_sum(nullptr, a.data(), b.data(), a.size());
   long long errors = 0;
   // 1. The last rank submits 0.8 s after the others: a warning, then success.
   op.name = "stall/late";
