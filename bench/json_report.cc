@@ -102,6 +102,7 @@ std::string write_workload_json(const std::string& path, const RunContext& conte
       << ",\n  \"step_us\": " << number(r.step_us) << ",\n  \"single_allreduce_us\": " << number(r.single_allreduce_us)
       << ",\n  \"ratio\": " << number(r.ratio) << ",\n  \"tensors_per_second\": " << number(r.tensors_per_second)
       << ",\n  \"idle_cycle_coordination_us\": " << number(r.idle_coordination_us)
+      << ",\n  \"idle_cycle_first_rank_us\": " << number(r.idle_coordination_max_us)
       << ",\n  \"cached_cycles\": " << r.cached_cycles << ",\n  \"full_cycles\": " << r.full_cycles
       << ",\n  \"fused_responses\": " << r.fused_responses << ",\n  \"wrong\": " << r.wrong << "\n}\n";
   return write_document(path, out.str());

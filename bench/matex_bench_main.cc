@@ -82,10 +82,11 @@ int run_workload_mode(const Options& options, matex::Communicator& comm, int ran
     std::snprintf(line, sizeof line, "# workload %s: %zu float32 tensors, %zu elements (%.1f MB) per step",
                   options.workload.c_str(), r.tensors, r.elements, r.elements * 4 / 1e6);
     print({line,
-           "#      step_us  single_allreduce_us   ratio  tensors/s  idle_cycle_us  cached_cycles  full_cycles  "
-           "fused  #wrong"});
-    std::snprintf(line, sizeof line, "  %11.1f  %19.1f  %6.3f  %9.0f  %13.1f  %13llu  %11llu  %5llu  %6s",
+           "#      step_us  single_allreduce_us   ratio  tensors/s  idle_cycle_us  idle_max_us  cached_cycles  "
+           "full_cycles  fused  #wrong"});
+    std::snprintf(line, sizeof line, "  %11.1f  %19.1f  %6.3f  %9.0f  %13.1f  %11.1f  %13llu  %11llu  %5llu  %6s",
                   r.step_us, r.single_allreduce_us, r.ratio, r.tensors_per_second, r.idle_coordination_us,
+                  r.idle_coordination_max_us,
                   static_cast<unsigned long long>(r.cached_cycles), static_cast<unsigned long long>(r.full_cycles),
                   static_cast<unsigned long long>(r.fused_responses),
                   options.check ? std::to_string(r.wrong).c_str() : "N/A");

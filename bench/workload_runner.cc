@@ -21,10 +21,11 @@ void check(matex_status_t status, const char* what) {
 // Element i of rank r in step s: a small integer, so sums are exact in float32.
 float input(size_t i, int rank, int step) { return static_cast<float>(static_cast<int>((i * 7 + rank * 3 + step) % 5) - 2); }
 
-double max_over_ranks(double value) {
-  MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+double over_ranks(double value, MPI_Op op) {
+  MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, op, MPI_COMM_WORLD);
   return value;
 }
+double max_over_ranks(double value) { return over_ranks(value, MPI_MAX); }
 
 class EngineHandle {
  public:
@@ -100,10 +101,8 @@ WorkloadResult run_workload(matex_comm_t comm, const std::vector<WorkloadTensor>
     MPI_Barrier(MPI_COMM_WORLD);
     double start = MPI_Wtime();
     for (size_t t = 0; t < ops.size(); ++t) check(matex_engine_submit(engine.get(), &ops[t], 1, &requests[t]), "submit");
-    for (matex_request_t& r : requests) {
-      check(matex_request_wait(r), "tensor");
-      matex_request_free(&r);
-    }
+    check(matex_request_wait_all(requests.data(), requests.size()), "tensors");
+    for (matex_request_t& r : requests) matex_request_free(&r);
     const double step_time = max_over_ranks(MPI_Wtime() - start);
     if (check_results && step == total - 1) {
       for (size_t i = 0; i < result.elements; ++i) {
@@ -136,7 +135,11 @@ WorkloadResult run_workload(matex_comm_t comm, const std::vector<WorkloadTensor>
   result.single_allreduce_us = single_seconds / steps * 1e6;
   result.ratio = result.step_us / result.single_allreduce_us;
   result.tensors_per_second = static_cast<double>(result.tensors) / (result.step_us * 1e-6);
-  result.idle_coordination_us = max_over_ranks(stats.idle_coordination_us);
+  // A rank whose timer fires first waits in the cycle for the others to wake
+  // (how late a VM wakes a sleeping core varies by tens of microseconds); the
+  // rank that comes last sees only the bitwise-and allreduce itself.
+  result.idle_coordination_us = over_ranks(stats.idle_coordination_us, MPI_MIN);
+  result.idle_coordination_max_us = max_over_ranks(stats.idle_coordination_us);
   result.cached_cycles = stats.cached_cycles;
   result.full_cycles = stats.full_cycles;
   result.fused_responses = stats.fused_responses;

@@ -31,7 +31,11 @@ struct WorkloadResult {
   double single_allreduce_us = 0;  // likewise, one allreduce of all elements
   double ratio = 0;                // step_us / single_allreduce_us
   double tensors_per_second = 0;
-  double idle_coordination_us = 0;  // median idle cycle in a quiet 0.3 s window after the steps
+  // Median idle cycle in a quiet 0.3 s window after the steps, on the rank
+  // that arrived last (the protocol's own cost) and on the one that arrived
+  // first (it also waits for the other's timer to wake it).
+  double idle_coordination_us = 0;
+  double idle_coordination_max_us = 0;
   uint64_t cached_cycles = 0;
   uint64_t full_cycles = 0;
   uint64_t fused_responses = 0;

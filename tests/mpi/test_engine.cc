@@ -3,6 +3,9 @@
 //     kinds, in a different random order on every rank; every element is
 //     checked against sums computed here;
 //   - pre- and post-scale factors;
+//   - tensors of every size fused into one collective straight on their own
+//     buffers (rounds cut across tensor boundaries), in place or not, scaled;
+//   - matex_request_wait_all, its NULL entries and its failure report;
 //   - a tensor submitted differently by the ranks (count, dtype, op, root,
 //     kind) fails on every rank with a message naming it, and the engine goes
 //     on working;
@@ -330,6 +333,89 @@ TEST_F(EngineTest, PrescaleAndPostscale) {
   }
   EXPECT_EQ(wrong, 0);
   agree_no_errors(wrong, "prescale and postscale");
+}
+
+// One grouped submission of float32 sums whose sizes cut the pipeline's
+// rounds (1 MiB) at every kind of place: empty, one element, primes, several
+// rounds; every third in place, every fourth scaled. They may fuse into one
+// collective that runs on their own buffers; every element must be exact.
+TEST_F(EngineTest, FusedTensorsOfEverySizeAreExact) {
+  const size_t kCounts[] = {0, 1, 300007, 5, 262147, 3, 1048583, 7, 65537, 0, 131071, 2};
+  constexpr size_t kN = sizeof kCounts / sizeof kCounts[0];
+  const int p = world_size();
+  long long wrong = 0;
+  for (int step = 0; step < 3; ++step) {  // the first full, the next from the cache
+    std::vector<std::vector<float>> in(kN), out(kN);
+    std::vector<matex_tensor_op_t> ops(kN);
+    std::vector<std::string> names(kN);
+    for (size_t t = 0; t < kN; ++t) {
+      in[t].resize(kCounts[t]);
+      for (size_t j = 0; j < kCounts[t]; ++j) in[t][j] = static_cast<float>(2 * input_value(t + step, j, world_rank()));
+      out[t].assign(kCounts[t], -1.0f);
+      names[t] = "fused/" + std::to_string(t);
+      ops[t] = float_sum(names[t].c_str(), in[t].data(), out[t].data(), kCounts[t]);
+      if (t % 3 == 0) {
+        out[t] = in[t];
+        ops[t].sendbuf = MATEX_IN_PLACE;
+      }
+      if (t % 4 == 1) {
+        ops[t].prescale = 0.5;  // halves the even inputs exactly
+        ops[t].postscale = 2.0;
+      }
+    }
+    std::vector<matex_request_t> requests(kN, nullptr);
+    ASSERT_EQ(matex_engine_submit(engine_, ops.data(), kN, requests.data()), MATEX_SUCCESS) << matex_last_error();
+    EXPECT_EQ(matex_request_wait_all(requests.data(), kN), MATEX_SUCCESS) << matex_last_error();
+    for (matex_request_t& r : requests) matex_request_free(&r);
+    for (size_t t = 0; t < kN; ++t) {
+      Mismatches bad;
+      for (size_t j = 0; j < kCounts[t]; ++j) {
+        double want = 0;
+        for (int r = 0; r < p; ++r) want += static_cast<double>(2 * input_value(t + step, j, r));
+        if (out[t][j] != static_cast<float>(want)) bad.add(j, out[t][j], want);
+      }
+      EXPECT_EQ(bad.count(), 0u) << names[t] << " (count " << kCounts[t] << ", step " << step << "): " << bad.report();
+      wrong += static_cast<long long>(bad.count());
+    }
+  }
+  agree_no_errors(wrong, "fused tensors of every size");
+}
+
+TEST_F(EngineTest, WaitAllWaitsForEveryRequestAndNamesTheFirstFailure) {
+  constexpr size_t kN = 200;
+  std::vector<std::vector<float>> in(kN), out(kN);
+  std::vector<std::string> names(kN);
+  std::vector<matex_tensor_op_t> ops(kN);
+  for (size_t t = 0; t < kN; ++t) {
+    in[t].assign(1 + t % 13, static_cast<float>(t % 5));
+    out[t].assign(in[t].size(), -1.0f);
+    names[t] = "wait_all/" + std::to_string(t);
+    ops[t] = float_sum(names[t].c_str(), in[t].data(), out[t].data(), in[t].size());
+  }
+  std::vector<matex_request_t> requests(kN + 1, nullptr);  // the last stays NULL: counts as complete
+  ASSERT_EQ(matex_engine_submit(engine_, ops.data(), kN, requests.data()), MATEX_SUCCESS) << matex_last_error();
+  EXPECT_EQ(matex_request_wait_all(requests.data(), kN + 1), MATEX_SUCCESS) << matex_last_error();
+  // Already complete: returns at once, still successful.
+  EXPECT_EQ(matex_request_wait_all(requests.data(), kN), MATEX_SUCCESS) << matex_last_error();
+  long long errors = 0;
+  for (size_t t = 0; t < kN; ++t) {
+    matex_request_free(&requests[t]);
+    for (float v : out[t]) errors += v != static_cast<float>((t % 5) * static_cast<size_t>(world_size()));
+  }
+  errors += expect_error(matex_request_wait_all(nullptr, 3), MATEX_ERR_INVALID_ARG, "requests", "NULL array");
+  EXPECT_EQ(matex_request_wait_all(nullptr, 0), MATEX_SUCCESS) << "an empty wait is complete";
+  if (world_size() >= 2) {  // the second of three disagrees in count: requests[1] is named
+    std::vector<float> a(4, 1.0f), b(4, 0.0f), c(4, 0.0f), d(4, 0.0f);
+    const matex_tensor_op_t group[3] = {float_sum("wait_all/ok1", a.data(), b.data(), 4),
+                                        float_sum("wait_all/differs", a.data(), c.data(), world_rank() == 1 ? 3 : 4),
+                                        float_sum("wait_all/ok2", a.data(), d.data(), 4)};
+    matex_request_t three[3] = {nullptr, nullptr, nullptr};
+    ASSERT_EQ(matex_engine_submit(engine_, group, 3, three), MATEX_SUCCESS) << matex_last_error();
+    errors += expect_error(matex_request_wait_all(three, 3), MATEX_ERR_MISMATCH, "requests[1]", "one failed");
+    for (matex_request_t& r : three) matex_request_free(&r);
+    for (float v : d) errors += v != static_cast<float>(world_size());  // the others still completed
+  }
+  agree_no_errors(errors, "wait_all");
 }
 
 // One tensor per field that must agree; rank 1 (or the last rank) differs.

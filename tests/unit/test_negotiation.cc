@@ -77,6 +77,26 @@ TEST(Negotiation, FusionKeepsDtypeOpAndTheByteLimit) {
   EXPECT_EQ(r[4].names, std::vector<std::string>{"f"});
 }
 
+TEST(Negotiation, AFusionGroupStaysOpenAcrossBigTensors) {
+  Coordinator c(1, 100, 40);  // groups of up to 100 B; tensors above 40 B run alone
+  const auto now = Clock::now();
+  c.add(0,
+        announce({{"bias1", allreduce(2)},                   // 8 B: opens a group
+                  {"weight1", allreduce(20)},                // 80 B: alone
+                  {"bias2", allreduce(2)},                   // joins bias1's group, behind weight1
+                  {"other", allreduce(2, MATEX_FLOAT64)},    // its own group
+                  {"bias3", allreduce(10)},                  // 40 B: joins (48 B)
+                  {"bias4", allreduce(10)},                  // 88 B: joins
+                  {"bias5", allreduce(10)}}),                // 128 B: overflows, opens a new group
+        now);
+  const std::vector<Response> r = c.take_responses();
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0].names, (std::vector<std::string>{"bias1", "bias2", "bias3", "bias4"}));
+  EXPECT_EQ(r[1].names, std::vector<std::string>{"weight1"});
+  EXPECT_EQ(r[2].names, std::vector<std::string>{"other"});
+  EXPECT_EQ(r[3].names, std::vector<std::string>{"bias5"});
+}
+
 TEST(Negotiation, DisagreementQuotesEveryRank) {
   Coordinator c(2, 1 << 20, 1 << 20);
   const auto now = Clock::now();

@@ -199,6 +199,11 @@ MATEX_API matex_status_t matex_engine_submit(matex_engine_t engine, const matex_
                                              matex_request_t* requests);
 /* Blocks until the tensor completes; returns its status (message: matex_last_error). */
 MATEX_API matex_status_t matex_request_wait(matex_request_t request);
+/* Blocks until all n requests complete (NULL entries count as complete),
+ * waking once rather than once per request. Returns MATEX_SUCCESS, or the
+ * status of the first failed request in array order (matex_last_error names
+ * its index and the reason). The requests stay valid until freed. */
+MATEX_API matex_status_t matex_request_wait_all(matex_request_t* requests, size_t n);
 /* *done = 1 and the tensor's status once complete; *done = 0 and MATEX_SUCCESS before. */
 MATEX_API matex_status_t matex_request_test(matex_request_t request, int* done);
 /* An allgather's result, owned by the request (valid until it is freed): every

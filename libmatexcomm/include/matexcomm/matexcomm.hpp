@@ -121,6 +121,13 @@ class Request {
   }
 
   void wait() { check(matex_request_wait(request_)); }
+  // Waits for every request, waking once; throws the first failure in order.
+  static void wait_all(const std::vector<Request>& requests) {
+    std::vector<matex_request_t> raw;
+    raw.reserve(requests.size());
+    for (const Request& r : requests) raw.push_back(r.request_);
+    check(matex_request_wait_all(raw.data(), raw.size()));
+  }
   bool done() {
     int finished = 0;
     check(matex_request_test(request_, &finished));

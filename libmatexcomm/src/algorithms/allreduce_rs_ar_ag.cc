@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "algorithms/algorithms.h"
+#include "algorithms/buffer_pieces.h"
 #include "core/dtype.h"
 #include "core/reduce_kernels.h"
 #include "core/stream_copy.h"
@@ -44,6 +45,7 @@ namespace {
 struct Round {
   const CollectiveContext& ctx;
   const AllreduceArgs& args;
+  const PieceWalker& buffers;
   ShmNodeChannel& shm;
   size_t element;
   size_t first;  // first element of the round in the user's buffers
@@ -51,15 +53,16 @@ struct Round {
   int owners;
 
   ElementRange shard(int owner) const { return split_range(count, owners, owner); }
-  const char* send_at(size_t i) const { return static_cast<const char*>(args.send) + (first + i) * element; }
-  char* recv_at(size_t i) const { return static_cast<char*>(args.recv) + (first + i) * element; }
 
   // Step 1: the shards other ranks own, into my slot (offsets as in the buffer).
   void stage_foreign_shards(char* slot, int me) const {
     for (int owner = 0; owner < owners; ++owner) {
       if (owner == me) continue;
       ElementRange range = shard(owner);
-      std::memcpy(slot + range.begin * element, send_at(range.begin), range.size() * element);
+      char* into = slot + range.begin * element;
+      buffers.for_each(first + range.begin, range.size(), [&](const char* send, char*, size_t at, size_t n) {
+        std::memcpy(into + at * element, send, n * element);
+      });
     }
   }
 
@@ -67,14 +70,18 @@ struct Round {
   void reduce_own_shard(uint64_t round, int me, std::vector<const void*>& sources) const {
     ElementRange range = shard(me);
     if (range.size() == 0) return;
-    sources.assign(1, send_at(range.begin));
-    for (int l = 0; l < shm.local_size(); ++l) {
-      if (l != me) sources.push_back(shm.slot(round, l) + range.begin * element);
-    }
     char* shared = shm.result(round) + range.begin * element;
     {
       PhaseTimer timer(ctx.phases, Phase::kReduce);
-      reduce_sources(args.dtype, args.op, shared, sources.data(), static_cast<int>(sources.size()), range.size());
+      buffers.for_each(first + range.begin, range.size(), [&](const char* send, char*, size_t at, size_t n) {
+        const size_t offset = (range.begin + at) * element;
+        sources.assign(1, send);
+        for (int l = 0; l < shm.local_size(); ++l) {
+          if (l != me) sources.push_back(shm.slot(round, l) + offset);
+        }
+        reduce_sources(args.dtype, args.op, shared + at * element, sources.data(), static_cast<int>(sources.size()),
+                       n);
+      });
     }
     if (ctx.layout->node_count > 1) {
       PhaseTimer timer(ctx.phases, Phase::kRail);
@@ -83,12 +90,15 @@ struct Round {
     }
     if (args.op == MATEX_AVG) divide_elements(args.dtype, shared, range.size(), ctx.layout->world_size);
     PhaseTimer timer(ctx.phases, Phase::kScatter);
-    copy_to_user(recv_at(range.begin), shared, range.size() * element);
+    copy_out(shared, range);
   }
 
-  void copy_to_user(void* dst, const void* src, size_t bytes) const {
-    if (args.streaming) stream_copy(dst, src, bytes);
-    else std::memcpy(dst, src, bytes);
+  // Elements `range` of the round, from `from` (laid out like the round) to the recv buffers.
+  void copy_out(const char* from, ElementRange range) const {
+    buffers.for_each(first + range.begin, range.size(), [&](const char*, char* recv, size_t at, size_t n) {
+      if (args.streaming) stream_copy(recv, from + at * element, n * element);
+      else std::memcpy(recv, from + at * element, n * element);
+    });
   }
 
   // Step 3: the shards I do not own, out of the shared result.
@@ -96,7 +106,7 @@ struct Round {
     for (int owner = 0; owner < owners; ++owner) {
       if (owner == me) continue;
       ElementRange range = shard(owner);
-      copy_to_user(recv_at(range.begin), shm.result(round) + range.begin * element, range.size() * element);
+      copy_out(shm.result(round) + range.begin * element, range);
     }
   }
 };
@@ -111,16 +121,18 @@ void allreduce_rs_ar_ag(const CollectiveContext& ctx, const AllreduceArgs& args)
   const CallDescriptor descriptor{args.sequence, args.count, args.dtype, args.op, args.algorithm_id,
                                   MATEX_COLL_ALLREDUCE};
   if (args.count == 0 && ctx.shm != nullptr) ctx.shm->exchange_descriptor(descriptor);
+  const PieceWalker buffers = args.pieces != nullptr ? PieceWalker(args.pieces, args.piece_count, element)
+                                                     : PieceWalker(args.send, args.recv, args.count, element);
   std::vector<const void*> sources;
   for (size_t done = 0; done < args.count; done += chunk) {
     const size_t n = std::min(chunk, args.count - done);
     if (ctx.shm == nullptr) {  // alone on my node: my buffer is the node's result
-      allreduce_round_alone(ctx, ctx.rail, args, done, n);
+      allreduce_round_alone(ctx, ctx.rail, args, buffers, done, n);
       continue;
     }
     ShmNodeChannel& shm = *ctx.shm;
     const int me = shm.local_rank();
-    const Round step{ctx, args, shm, element, done, n, owners};
+    const Round step{ctx, args, buffers, shm, element, done, n, owners};
     uint64_t round = 0;
     {  // begin_round stages (copy-in), then waits for the peers' posts (wait)
       PhaseSplit opening(ctx.phases, Phase::kWait);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "algorithms/buffer_pieces.h"
 #include "algorithms/phase_clock.h"
 #include "matex/topology/layout.h"
 #include "matexcomm/matexcomm.h"
@@ -49,6 +50,10 @@ struct AllreduceArgs {
   int algorithm_id = 0;  // carried in the shm call descriptor to catch mismatches
   uint64_t sequence = 0;  // the communicator's collective call number, likewise
   bool streaming = false;  // write the output with streaming stores (a large message)
+  // A fused allreduce's tensors (send and recv above unused), `count` elements
+  // in all. Only rs_ar_ag takes pieces; the communicator picks it for them.
+  const BufferPiece* pieces = nullptr;
+  size_t piece_count = 0;
 };
 
 // Elements [begin, end) of part `index` when `count` elements are cut into `parts` near-equal parts.
@@ -74,5 +79,8 @@ inline ElementRange split_range(size_t count, int parts, int index) {
 // peers on bigger nodes.
 void allreduce_round_alone(const CollectiveContext& ctx, MPI_Comm across, const AllreduceArgs& args, size_t offset,
                            size_t count);
+// The same over elements [offset, offset + count) of `buffers` (pieces welcome).
+void allreduce_round_alone(const CollectiveContext& ctx, MPI_Comm across, const AllreduceArgs& args,
+                           const PieceWalker& buffers, size_t offset, size_t count);
 
 }  // namespace matexcomm

@@ -161,6 +161,32 @@ matex_status_t matex_request_wait(matex_request_t request) {
   return status != MATEX_SUCCESS ? status : outcome;
 }
 
+matex_status_t matex_request_wait_all(matex_request_t* requests, size_t n) {
+  matex_status_t outcome = MATEX_SUCCESS;
+  const matex_status_t status = guarded([&] {
+    MATEX_REQUIRE(requests != nullptr || n == 0, MATEX_ERR_INVALID_ARG, "requests is NULL");
+    for (size_t i = 0; i < n; ++i) {
+      MATEX_REQUIRE(requests[i] == nullptr || requests[i]->state, MATEX_ERR_INVALID_ARG,
+                    "requests[" + std::to_string(i) + "] is not a request");
+    }
+    // One latch for all: the waiter sleeps once instead of once per request.
+    auto latch = std::make_shared<matexcomm::CompletionLatch>(n + 1);
+    size_t already_done = 1;  // the extra count, dropped below, keeps it from reaching 0 early
+    for (size_t i = 0; i < n; ++i) {
+      if (requests[i] == nullptr || !requests[i]->state->count_down_when_done(latch)) ++already_done;
+    }
+    latch->count_down(already_done);
+    latch->wait();
+    for (size_t i = 0; i < n && outcome == MATEX_SUCCESS; ++i) {
+      if (requests[i] == nullptr) continue;
+      std::string message;
+      outcome = requests[i]->state->wait(&message);
+      if (outcome != MATEX_SUCCESS) g_last_error = "requests[" + std::to_string(i) + "]: " + message;
+    }
+  });
+  return status != MATEX_SUCCESS ? status : outcome;
+}
+
 matex_status_t matex_request_test(matex_request_t request, int* done) {
   matex_status_t outcome = MATEX_SUCCESS;
   const matex_status_t status = guarded([&] {

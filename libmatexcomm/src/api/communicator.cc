@@ -266,6 +266,40 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   });
 }
 
+bool Communicator::fuses_without_copies() const {
+  const std::string& choice = choice_[MATEX_COLL_ALLREDUCE];
+  return context_.hierarchical_ok && layout_.node_count < layout_.world_size &&
+         (choice == "auto" || choice == "rs_ar_ag");
+}
+
+void Communicator::allreduce_pieces(const std::vector<BufferPiece>& pieces, matex_dtype_t dtype, matex_op_t op,
+                                    const AllreduceHints& hints) {
+  if (!fuses_without_copies()) {
+    for (const BufferPiece& piece : pieces) allreduce(piece.send, piece.recv, piece.count, dtype, op, hints);
+    return;
+  }
+  require_reduction(dtype, op);
+  size_t count = 0;
+  bool any_in_place = false;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const std::string which = "pieces[" + std::to_string(i) + "]";
+    require_buffer(pieces[i].send, pieces[i].count, (which + ".send").c_str());
+    require_buffer(pieces[i].recv, pieces[i].count, (which + ".recv").c_str());
+    any_in_place = any_in_place || pieces[i].send == pieces[i].recv;
+    count += pieces[i].count;
+  }
+  const size_t bytes = checked_bytes(count, dtype, "count");
+  const int chosen = find_allreduce("rs_ar_ag");
+  last_[MATEX_COLL_ALLREDUCE] = allreduce_registry()[chosen].name;
+  run_collective([&] {
+    const bool streaming = !any_in_place && (bytes >= streaming_min_bytes_ || hints.cold_output);
+    AllreduceArgs args{nullptr, nullptr, count, dtype, op, chosen, sequence_, streaming};
+    args.pieces = pieces.data();
+    args.piece_count = pieces.size();
+    allreduce_rs_ar_ag(context_, args);
+  });
+}
+
 void Communicator::broadcast(void* buffer, size_t count, matex_dtype_t dtype, int root) {
   require_dtype(dtype, "dtype");
   require_buffer(buffer, count, "buffer");

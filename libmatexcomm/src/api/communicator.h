@@ -46,6 +46,14 @@ class Communicator {
 
   void allreduce(const void* send, void* recv, size_t count, matex_dtype_t dtype, matex_op_t op,
                  const AllreduceHints& hints = {});
+  // True (the same on every rank) when allreduce_pieces runs as one
+  // rs_ar_ag call straight on the pieces, without packing them.
+  bool fuses_without_copies() const;
+  // One allreduce over many tensors of one dtype, as if laid end to end; each
+  // rank must pass the same piece counts. Without fuses_without_copies(), one
+  // allreduce per piece.
+  void allreduce_pieces(const std::vector<BufferPiece>& pieces, matex_dtype_t dtype, matex_op_t op,
+                        const AllreduceHints& hints = {});
   void broadcast(void* buffer, size_t count, matex_dtype_t dtype, int root);
   void allgatherv(const void* send, size_t sendcount, void* recv, const size_t* recvcounts, const size_t* displs,
                   matex_dtype_t dtype);

@@ -55,11 +55,13 @@ const std::vector<ConfigEntry>& config_table() {
        "Out-of-place allreduces of at least this many bytes write their output with streaming "
        "(non-temporal) stores, which skip reading lines that will not stay in cache anyway."},
       {"MATEX_FUSION_BYTES", ConfigType::kBytes, "32M", "", 0, 1e18, kSameOnAllRanks,
-       "The engine fuses ready allreduces of one dtype and op into buffers of up to this many bytes "
-       "(0: no fusion). Larger tensors run alone, straight in the caller's buffers."},
+       "The engine fuses ready allreduces of one dtype and op into one collective of up to this many bytes "
+       "(0: no fusion). With shared memory on the nodes the collective runs straight on the tensors' own "
+       "buffers; otherwise they are packed into a fusion buffer of this size."},
       {"MATEX_FUSION_TENSOR_MAX_BYTES", ConfigType::kBytes, "256K", "", 0, 1e18, kSameOnAllRanks,
-       "Only tensors up to this size are fused. Larger ones run alone in the caller's buffers: copying "
-       "them into and out of the fusion buffer costs more memory bandwidth than their own call's latency."},
+       "When fusion must pack (no shared memory on the nodes), only tensors up to this size are fused; larger "
+       "ones run alone, since copying them into and out of the fusion buffer costs more memory bandwidth "
+       "than their own call's latency. Zero-copy fusion fuses tensors of any size."},
       {"MATEX_CYCLE_MS", ConfigType::kInt, "1", "", 0, 10000, kSameOnAllRanks,
        "An engine with nothing to do still meets the other ranks this often (milliseconds), so that "
        "tensors another rank submits are matched; submitting wakes it at once."},

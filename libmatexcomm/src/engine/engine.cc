@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include <sys/prctl.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -44,10 +46,13 @@ Engine::Engine(MPI_Comm parent) : config_(Config::from_environment()) {
   rank_ = control_.rank();
   size_ = control_.size();
   fusion_bytes_ = config_.get_bytes("MATEX_FUSION_BYTES");
-  fusion_tensor_limit_ = config_.get_bytes("MATEX_FUSION_TENSOR_MAX_BYTES");
+  pack_tensor_limit_ = config_.get_bytes("MATEX_FUSION_TENSOR_MAX_BYTES");
+  fusion_tensor_limit_ = pack_tensor_limit_;
   cycle_seconds_ = static_cast<double>(config_.get_int("MATEX_CYCLE_MS")) / 1000.0;
   stall_warning_seconds_ = config_.get_seconds("MATEX_STALL_WARNING_SECONDS");
   stall_shutdown_seconds_ = config_.get_seconds("MATEX_STALL_SHUTDOWN_SECONDS");
+  // Without copies, a big tensor costs nothing to fuse and saves its own call.
+  if (comm_->fuses_without_copies()) fusion_tensor_limit_ = fusion_bytes_;
   if (rank_ == 0) coordinator_ = std::make_unique<Coordinator>(size_, fusion_bytes_, fusion_tensor_limit_);
   timeline_ = std::make_unique<Timeline>(config_.get_string("MATEX_TIMELINE"), rank_);
   if (timeline_->active()) comm_->set_phase_times(&phase_times_);
@@ -255,6 +260,9 @@ void Engine::inspect_stalls() {
 }
 
 void Engine::loop() {
+  // Linux lets a sleeping thread's timer fire up to 50 us late by default; the
+  // ranks' idle cycles then meet that far apart. The cycle timer should be exact.
+  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   try {
     for (;;) {
       const bool vote_shutdown = absorb_queue();
@@ -370,11 +378,15 @@ void Engine::execute_allreduce(const std::vector<TensorOp*>& ops) {
     }
     // Tensors too big to fuse are fresh gradients whose outputs are not in cache.
     AllreduceHints hints;
-    hints.cold_output = spec.count * element > fusion_tensor_limit_;
+    hints.cold_output = spec.count * element > pack_tensor_limit_;
     const Clock::time_point begin = Clock::now();
     comm_->allreduce(input, only.recv, spec.count, dtype, op, hints);
     record_collective(ops, "allreduce", begin, spec.count * element);
     scale_elements(dtype, only.recv, spec.count, only.postscale);
+    return;
+  }
+  if (comm_->fuses_without_copies()) {
+    execute_fused_in_place(ops);
     return;
   }
   size_t total = 0;
@@ -403,6 +415,31 @@ void Engine::execute_allreduce(const std::vector<TensorOp*>& ops) {
   }
   const Clock::time_point end = Clock::now();
   for (const TensorOp* t : ops) timeline_->event(t->name, "unpack", unpack_begin, end);
+}
+
+void Engine::execute_fused_in_place(const std::vector<TensorOp*>& ops) {
+  const TensorSpec& spec = ops[0]->spec;
+  const matex_dtype_t dtype = static_cast<matex_dtype_t>(spec.dtype);
+  const size_t element = dtype_size(dtype);
+  std::vector<BufferPiece> pieces;
+  pieces.reserve(ops.size());
+  AllreduceHints hints;
+  size_t bytes = 0;
+  for (const TensorOp* t : ops) {
+    const void* input = t->send;
+    if (!is_unit(t->prescale)) {  // scaled into the output, which then serves as the input
+      if (t->send != t->recv && t->spec.count > 0) std::memcpy(t->recv, t->send, t->spec.count * element);
+      scale_elements(dtype, t->recv, t->spec.count, t->prescale);
+      input = t->recv;
+    }
+    pieces.push_back({input, t->recv, t->spec.count});
+    bytes += t->spec.count * element;
+    hints.cold_output = hints.cold_output || t->spec.count * element > pack_tensor_limit_;
+  }
+  const Clock::time_point begin = Clock::now();
+  comm_->allreduce_pieces(pieces, dtype, static_cast<matex_op_t>(spec.op), hints);
+  record_collective(ops, "allreduce", begin, bytes);
+  for (const TensorOp* t : ops) scale_elements(dtype, t->recv, t->spec.count, t->postscale);
 }
 
 void Engine::record_collective(const std::vector<TensorOp*>& ops, const char* what, Clock::time_point begin,

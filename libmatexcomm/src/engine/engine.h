@@ -97,6 +97,8 @@ class Engine {
   void inspect_stalls();
   void execute(const Response& response);
   void execute_allreduce(const std::vector<TensorOp*>& ops);
+  // Several tensors as one collective straight on their buffers (zero-copy fusion).
+  void execute_fused_in_place(const std::vector<TensorOp*>& ops);
   void execute_broadcast(TensorOp& op);
   void execute_allgather(TensorOp& op, const std::vector<uint64_t>& rows);
   // Timeline events of one collective for every tensor it carried.
@@ -111,7 +113,8 @@ class Engine {
   int rank_ = 0;
   int size_ = 1;
   size_t fusion_bytes_ = 0;
-  size_t fusion_tensor_limit_ = 0;
+  size_t fusion_tensor_limit_ = 0;  // the Fuser's: pack_tensor_limit_, or any size without copies
+  size_t pack_tensor_limit_ = 0;    // MATEX_FUSION_TENSOR_MAX_BYTES: bigger tensors are fresh, cold gradients
   double cycle_seconds_ = 0;
   double stall_warning_seconds_ = 0;
   double stall_shutdown_seconds_ = 0;

@@ -226,25 +226,24 @@ Response Coordinator::check_and_describe(const std::string& name, const Pending&
 void Fuser::add(const std::string& name, const TensorSpec& spec) {
   const bool fusable =
       spec.kind == TensorKind::kAllreduce && spec.bytes() <= fusion_bytes_ && spec.bytes() <= tensor_limit_;
-  if (fusable && growing_ && last_spec_.dtype == spec.dtype && last_spec_.op == spec.op &&
-      last_bytes_ + spec.bytes() <= fusion_bytes_) {
-    out_->back().names.push_back(name);
-    last_bytes_ += spec.bytes();
+  auto group = std::find_if(open_.begin(), open_.end(),
+                            [&](const OpenGroup& g) { return g.dtype == spec.dtype && g.op == spec.op; });
+  if (fusable && group != open_.end() && group->bytes + spec.bytes() <= fusion_bytes_) {
+    (*out_)[group->response].names.push_back(name);
+    group->bytes += spec.bytes();
     return;
   }
   Response response;
   response.kind = spec.kind;
   response.names = {name};
   out_->push_back(std::move(response));
-  growing_ = fusable;
-  last_spec_ = spec;
-  last_bytes_ = fusable ? spec.bytes() : 0;
+  if (!fusable) return;
+  const OpenGroup opened{out_->size() - 1, spec.dtype, spec.op, spec.bytes()};
+  if (group != open_.end()) *group = opened;  // the full one closes
+  else open_.push_back(opened);
 }
 
-void Fuser::add_unfusable(Response response) {
-  out_->push_back(std::move(response));
-  growing_ = false;
-}
+void Fuser::add_unfusable(Response response) { out_->push_back(std::move(response)); }
 
 void Coordinator::forget(const std::string& name) { pending_.erase(name); }
 

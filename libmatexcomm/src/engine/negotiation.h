@@ -68,8 +68,11 @@ struct Response {
 std::string encode_responses(const std::vector<Response>& responses);
 std::vector<Response> decode_responses(const std::string& bytes);
 
-// Appends operations to a response list, fusing each allreduce into the
-// previous response while dtype and op match and the sum stays within the limit.
+// Appends operations to a response list, fusing allreduces of one dtype and
+// op into one response while the sum stays within the limit. A fusion group
+// stays open across other responses (the small bias and scale tensors of a
+// network alternate with big weights), at the position where it was opened;
+// it closes when the next tensor of its kind would overflow it.
 class Fuser {
  public:
   // Tensors above tensor_limit bytes are never fused: on CPUs packing them
@@ -80,12 +83,16 @@ class Fuser {
   void add_unfusable(Response response);                     // anything else (errors)
 
  private:
+  struct OpenGroup {
+    size_t response = 0;  // index into *out_
+    int32_t dtype = 0;
+    int32_t op = 0;
+    size_t bytes = 0;
+  };
   std::vector<Response>* out_;
   size_t fusion_bytes_;
   size_t tensor_limit_;
-  bool growing_ = false;  // out_->back() is an allreduce that may grow
-  TensorSpec last_spec_;
-  size_t last_bytes_ = 0;
+  std::vector<OpenGroup> open_;  // at most one per (dtype, op)
 };
 
 class Coordinator {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -10,6 +11,27 @@
 #include "matexcomm/matexcomm.h"
 
 namespace matexcomm {
+
+// Counts completions down for one waiter of many requests, so that it wakes
+// once, when the last completes, rather than once per request.
+class CompletionLatch {
+ public:
+  explicit CompletionLatch(size_t count) : remaining_(count) {}
+  void count_down(size_t times = 1) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    remaining_ -= times;
+    if (remaining_ == 0) zero_.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    zero_.wait(lock, [&] { return remaining_ == 0; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable zero_;
+  size_t remaining_;
+};
 
 class RequestState {
  public:
@@ -19,13 +41,24 @@ class RequestState {
   // wakes waiters (so that a waiter that frees user_data never races the callback).
   void complete(matex_status_t status, const std::string& message) {
     if (callback_ != nullptr) callback_(status, message.c_str(), user_data_);
+    std::vector<std::shared_ptr<CompletionLatch>> latches;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       status_ = status;
       message_ = message;
       done_ = true;
+      latches.swap(latches_);
     }
     done_cv_.notify_all();
+    for (const auto& latch : latches) latch->count_down();
+  }
+
+  // Counts `latch` down on completion; false (and nothing kept) if already complete.
+  bool count_down_when_done(std::shared_ptr<CompletionLatch> latch) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_) return false;
+    latches_.push_back(std::move(latch));
+    return true;
   }
 
   // Blocks until complete; returns the outcome.
@@ -59,6 +92,7 @@ class RequestState {
   bool done_ = false;
   matex_status_t status_ = MATEX_SUCCESS;
   std::string message_;
+  std::vector<std::shared_ptr<CompletionLatch>> latches_;  // of waiters on many requests
   matex_completion_fn callback_;
   void* user_data_;
   std::vector<char> output_;
