@@ -28,6 +28,10 @@
 //   the only part of its buffer written before copy-out is its own shard.
 //   rs_ar_ag_cma makes the same rail calls (share l of every round), so two
 //   nodes may run different ones of the pair in the same call.
+// Pieces: the engine's zero-copy fusion passes a list of tensors instead of
+//   one buffer (buffer_pieces.h). Rounds address elements of their
+//   concatenation, and every copy and reduction is cut at tensor boundaries,
+//   so a fused call moves exactly the bytes of one call on one buffer.
 #include <algorithm>
 #include <cstring>
 #include <vector>
