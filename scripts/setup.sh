@@ -4,7 +4,7 @@
 set -euo pipefail
 
 MATEX_APT_PACKAGES=(cmake g++ make pkg-config openmpi-bin libopenmpi-dev libhwloc-dev hwloc
-                    googletest libgtest-dev libbenchmark-dev python3)
+                    googletest libgtest-dev libbenchmark-dev python3 python3-pip)
 
 missing=()
 for package in "${MATEX_APT_PACKAGES[@]}"; do
@@ -16,6 +16,21 @@ if ((${#missing[@]} > 0)); then
   [[ $(id -u) -ne 0 ]] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+# TensorFlow for the integration (tf_integration/, tests/tf), from PyPI, into
+# the python3 on PATH. A Debian system Python refuses pip installs unless told.
+MATEX_TF_REQUIREMENT="tensorflow-cpu==2.21.*"
+if ! python3 -c 'import tensorflow as tf, sys; sys.exit(not tf.__version__.startswith("2.21."))' 2>/dev/null; then
+  echo "setup: installing $MATEX_TF_REQUIREMENT"
+  if ! python3 -m pip install -q "$MATEX_TF_REQUIREMENT" 2>/tmp/matex-pip.log; then
+    if grep -q externally-managed /tmp/matex-pip.log; then
+      python3 -m pip install -q --break-system-packages "$MATEX_TF_REQUIREMENT"
+    else
+      cat /tmp/matex-pip.log >&2
+      exit 1
+    fi
+  fi
 fi
 
 # Open MPI refuses to run as root unless told, and needs permission to put

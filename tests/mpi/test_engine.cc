@@ -294,6 +294,72 @@ TEST_F(EngineTest, AllgatherWithVariableRows) {
   agree_no_errors(errors, "allgather with variable rows");
 }
 
+// A completion callback finds its request in the submission's slot (written
+// before anything is queued) and may read an allgather's output there, as the
+// TensorFlow kernels do; a refused submission leaves its slots NULL.
+struct CallbackSeen {
+  matex_request_t* slot = nullptr;
+  std::atomic<int> calls{0};
+  size_t rows = 0;
+  std::vector<int64_t> values;
+  matex_status_t output_status = MATEX_ERR_INTERNAL;
+};
+
+void read_output_in_callback(matex_status_t status, const char*, void* user_data) {
+  auto* seen = static_cast<CallbackSeen*>(user_data);
+  const void* data = nullptr;
+  if (status == MATEX_SUCCESS && *seen->slot != nullptr) {
+    seen->output_status = matex_request_output(*seen->slot, &data, &seen->rows);
+    if (seen->output_status == MATEX_SUCCESS) {
+      const int64_t* v = static_cast<const int64_t*>(data);
+      seen->values.assign(v, v + seen->rows);
+    }
+  }
+  seen->calls.fetch_add(1);
+}
+
+TEST_F(EngineTest, CallbacksSeeTheirRequestAndItsOutput) {
+  long long errors = 0;
+  const int64_t mine[2] = {10 * world_rank(), 10 * world_rank() + 1};
+  matex_request_t request = nullptr;
+  CallbackSeen seen;
+  seen.slot = &request;
+  matex_tensor_op_t op{};
+  op.name = "callback/allgather";
+  op.coll = MATEX_COLL_ALLGATHER;
+  op.sendbuf = mine;
+  op.count = 2;
+  op.dtype = MATEX_INT64;
+  op.callback = read_output_in_callback;
+  op.user_data = &seen;
+  ASSERT_EQ(matex_engine_submit(engine_, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
+  EXPECT_EQ(matex_request_wait(request), MATEX_SUCCESS) << matex_last_error();
+  EXPECT_EQ(seen.calls.load(), 1);
+  EXPECT_EQ(seen.output_status, MATEX_SUCCESS) << "matex_request_output inside the callback";
+  std::vector<int64_t> want;
+  for (int r = 0; r < world_size(); ++r) want.insert(want.end(), {10 * r, 10 * r + 1});
+  EXPECT_EQ(seen.values, want);
+  errors += seen.calls.load() != 1 || seen.output_status != MATEX_SUCCESS || seen.values != want;
+  matex_request_free(&request);
+  // Refused (NULL sendbuf): the slot is NULL again and no callback ran.
+  matex_tensor_op_t bad = op;
+  bad.sendbuf = nullptr;
+  request = reinterpret_cast<matex_request_t>(&seen);  // any non-NULL value
+  errors += expect_error(matex_engine_submit(engine_, &bad, 1, &request), MATEX_ERR_INVALID_ARG, "sendbuf",
+                         "refused submission");
+  EXPECT_EQ(request, nullptr);
+  errors += request != nullptr;
+  bad = op;
+  bad.coll = MATEX_COLL_REDUCE_SCATTER;  // refused while converting, before anything else
+  request = reinterpret_cast<matex_request_t>(&seen);
+  errors += expect_error(matex_engine_submit(engine_, &bad, 1, &request), MATEX_ERR_INVALID_ARG, "coll",
+                         "refused collective");
+  EXPECT_EQ(request, nullptr);
+  errors += request != nullptr;
+  EXPECT_EQ(seen.calls.load(), 1);
+  agree_no_errors(errors, "callbacks and their requests");
+}
+
 TEST_F(EngineTest, PrescaleAndPostscale) {
   const size_t count = 1000;
   std::vector<float> in(count), out(count, -1.0f);

@@ -194,7 +194,9 @@ MATEX_API matex_status_t matex_engine_destroy(matex_engine_t* engine);
 /* Queues n tensors (all, or none if any is invalid). The buffers must stay
  * untouched until the tensor completes. requests: NULL (nothing to wait on;
  * use callbacks), or n slots that receive one request each, to wait on, test
- * and free. */
+ * and free. The slots are written before anything is queued, so a callback
+ * may read its request there (e.g. for matex_request_output); when the
+ * submission is refused they are set to NULL. */
 MATEX_API matex_status_t matex_engine_submit(matex_engine_t engine, const matex_tensor_op_t* ops, size_t n,
                                              matex_request_t* requests);
 /* Blocks until the tensor completes; returns its status (message: matex_last_error). */
@@ -207,7 +209,8 @@ MATEX_API matex_status_t matex_request_wait_all(matex_request_t* requests, size_
 /* *done = 1 and the tensor's status once complete; *done = 0 and MATEX_SUCCESS before. */
 MATEX_API matex_status_t matex_request_test(matex_request_t request, int* done);
 /* An allgather's result, owned by the request (valid until it is freed): every
- * rank's rows in rank order, *rows of them in all. Only after success. */
+ * rank's rows in rank order, *rows of them in all. Only after success; also
+ * from inside the tensor's completion callback. */
 MATEX_API matex_status_t matex_request_output(matex_request_t request, const void** data, size_t* rows);
 /* Releases a request (complete or not: the engine keeps what it needs). Sets *request to NULL. */
 MATEX_API matex_status_t matex_request_free(matex_request_t* request);

@@ -2,6 +2,7 @@
 // communicators, engine handles are shells that are never freed, checked
 // against a registry before use; requests are plain heap objects owned by the
 // caller until matex_request_free.
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -120,6 +121,7 @@ matex_status_t matex_engine_submit(matex_engine_t engine, const matex_tensor_op_
   return guarded([&] {
     matexcomm::Engine& impl = live_engine(engine);
     MATEX_REQUIRE(n == 0 || ops != nullptr, MATEX_ERR_INVALID_ARG, "ops is NULL");
+    if (requests != nullptr) std::fill(requests, requests + n, nullptr);  // what a refusal leaves
     std::vector<matexcomm::TensorOp> converted;
     converted.reserve(n);
     for (size_t i = 0; i < n; ++i) converted.push_back(convert(ops[i], i));
@@ -127,8 +129,16 @@ matex_status_t matex_engine_submit(matex_engine_t engine, const matex_tensor_op_
     if (requests != nullptr) {
       for (const auto& op : converted) handles.push_back(std::make_unique<matex_request_s>(matex_request_s{op.state}));
     }
-    impl.submit(std::move(converted));  // throws without queuing anything
-    for (size_t i = 0; i < handles.size(); ++i) requests[i] = handles[i].release();
+    // The slots are filled before anything is queued, so that a completion
+    // callback may already read them; a refused submission empties them again.
+    for (size_t i = 0; i < handles.size(); ++i) requests[i] = handles[i].get();
+    try {
+      impl.submit(std::move(converted));  // throws without queuing anything
+    } catch (...) {
+      for (size_t i = 0; i < handles.size(); ++i) requests[i] = nullptr;
+      throw;
+    }
+    for (auto& handle : handles) handle.release();
   });
 }
 

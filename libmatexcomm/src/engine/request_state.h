@@ -39,13 +39,19 @@ class RequestState {
 
   // Called once by the engine: runs the callback, then records the outcome and
   // wakes waiters (so that a waiter that frees user_data never races the callback).
+  // The outcome is known to succeeded() (so matex_request_output works inside
+  // the callback) before the callback runs.
   void complete(matex_status_t status, const std::string& message) {
-    if (callback_ != nullptr) callback_(status, message.c_str(), user_data_);
-    std::vector<std::shared_ptr<CompletionLatch>> latches;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       status_ = status;
       message_ = message;
+      outcome_known_ = true;
+    }
+    if (callback_ != nullptr) callback_(status, message.c_str(), user_data_);
+    std::vector<std::shared_ptr<CompletionLatch>> latches;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
       done_ = true;
       latches.swap(latches_);
     }
@@ -74,7 +80,7 @@ class RequestState {
   size_t& output_rows() { return output_rows_; }
   bool succeeded() {
     std::lock_guard<std::mutex> lock(mutex_);
-    return done_ && status_ == MATEX_SUCCESS;
+    return outcome_known_ && status_ == MATEX_SUCCESS;
   }
 
   bool test(matex_status_t* status, std::string* message) {
@@ -89,7 +95,8 @@ class RequestState {
  private:
   std::mutex mutex_;
   std::condition_variable done_cv_;
-  bool done_ = false;
+  bool outcome_known_ = false;  // set before the callback runs
+  bool done_ = false;           // set after it returned
   matex_status_t status_ = MATEX_SUCCESS;
   std::string message_;
   std::vector<std::shared_ptr<CompletionLatch>> latches_;  // of waiters on many requests

@@ -1,0 +1,147 @@
+"""The TensorFlow ops under mpirun: every result checked against NumPy.
+
+Each rank builds every rank's inputs from (rank, tensor, element), so it can
+compute the expected result itself. Inputs are small integers: every sum is
+exact in every dtype. Covers allreduce (every op, every dtype, edge counts,
+groups of mixed dtypes, scale factors, tf.function, the gradient), broadcast
+(every root, bool, empty), allgather (rows that differ per rank, none, zero
+width), a shape mismatch that must fail on every rank without a hang, and the
+error before matex.init().
+
+Run: PYTHONPATH=<build>/python mpirun -np N python3 test_tf_ops.py
+"""
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import matex  # noqa: E402
+
+FAILURES = []
+
+
+def check(condition, what):
+    if not condition:
+        FAILURES.append(what)
+        print(f"rank {RANK}: FAIL {what}", flush=True)
+
+
+def inputs(rank, tensor, count, dtype):
+    values = (np.arange(count) * 7 + rank * 3 + tensor) % 5 - 2  # -2..2
+    if np.dtype(dtype).kind == "u":
+        values = values + 2
+    return values.astype(dtype)
+
+
+# Before init: a clear error, not a crash or a hang.
+RANK = -1
+try:
+    matex.allreduce(tf.constant([1.0]))
+    check(False, "allreduce before init raised nothing")
+except tf.errors.FailedPreconditionError as error:
+    check("not initialized" in str(error), f"error before init names the cause: {error}")
+
+matex.init()
+RANK, SIZE = matex.rank(), matex.size()
+
+COUNTS = [0, 1, 7, 1023, 65537]
+DTYPES = [np.float32, np.float64, np.int32, np.int64, np.int8, np.uint8, np.float16, tf.bfloat16.as_numpy_dtype]
+REDUCTIONS = {
+    "sum": lambda a: np.sum(a, axis=0),
+    "average": lambda a: np.sum(a, axis=0) / SIZE,
+    "min": lambda a: np.min(a, axis=0),
+    "max": lambda a: np.max(a, axis=0),
+    "product": lambda a: np.prod(a, axis=0),
+}
+
+tensor_id = 0
+for dtype in DTYPES:
+    floating = np.dtype(dtype).kind == "f" or dtype is tf.bfloat16.as_numpy_dtype
+    for op, reference in REDUCTIONS.items():
+        if op == "average" and not floating:
+            continue
+        if op == "product" and SIZE > 2 and np.dtype(dtype).itemsize == 1:
+            continue  # 2^4 overflows int8
+        for count in COUNTS:
+            tensor_id += 1
+            mine = inputs(RANK, tensor_id, count, dtype)
+            everyone = np.stack([inputs(r, tensor_id, count, dtype).astype(np.float64) for r in range(SIZE)])
+            want = reference(everyone) if count else np.zeros(0)
+            got = matex.allreduce(tf.constant(mine), op=op).numpy().astype(np.float64)
+            check(got.shape == (count,) and np.array_equal(got, want.astype(np.float64)),
+                  f"allreduce {op} {np.dtype(dtype).name} count {count}")
+
+# A group of mixed dtypes and sizes, with scale factors.
+group = [inputs(RANK, 1000 + i, n, d) for i, (n, d) in
+         enumerate([(5, np.float32), (300007, np.float32), (3, np.int32), (0, np.float64), (4099, np.float64)])]
+reduced = matex.allreduce([tf.constant(g) for g in group], op="sum")
+for i, (g, out) in enumerate(zip(group, reduced)):
+    want = sum(inputs(r, 1000 + i, g.size, g.dtype).astype(np.float64) for r in range(SIZE))
+    check(out.dtype == g.dtype and np.array_equal(out.numpy().astype(np.float64), want), f"group member {i}")
+even = tf.constant(2.0 * inputs(RANK, 2000, 64, np.float32))
+scaled = matex.allreduce(even, op="sum", prescale=0.5, postscale=4.0).numpy()
+want = 4.0 * sum(inputs(r, 2000, 64, np.float32) for r in range(SIZE))
+check(np.array_equal(scaled, want), "prescale 0.5 and postscale 4")
+
+
+# Inside a tf.function, called several times (the engine's cache serves repeats).
+@tf.function
+def step(x):
+    return matex.allreduce(x * 2.0, op="sum")
+
+
+for k in range(3):
+    x = tf.constant(inputs(RANK, 3000 + k, 33, np.float32))
+    want = 2.0 * sum(inputs(r, 3000 + k, 33, np.float32) for r in range(SIZE))
+    check(np.array_equal(step(x).numpy(), want), f"tf.function call {k}")
+
+# The gradient: d/dx of sum(c_me * allreduce_sum(x)) on each rank is the sum of every rank's c.
+x = tf.Variable(inputs(RANK, 4000, 10, np.float32))
+c = tf.constant(inputs(RANK, 4001, 10, np.float32))
+with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(c * matex.allreduce(x, op="sum"))
+grad = tape.gradient(loss, x).numpy()
+check(np.array_equal(grad, sum(inputs(r, 4001, 10, np.float32) for r in range(SIZE))), "allreduce gradient")
+with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(c * matex.allreduce(x, op="average"))
+grad = tape.gradient(loss, x).numpy()
+check(np.allclose(grad, sum(inputs(r, 4001, 10, np.float32) for r in range(SIZE)) / SIZE, rtol=0, atol=1e-6),
+      "allreduce average gradient")
+
+# Broadcast from every root, several dtypes, an empty tensor.
+for root in range(SIZE):
+    for dtype, shape in [(np.float32, (3, 4)), (np.int64, (5,)), (np.bool_, (7,)), (np.float32, (0, 3))]:
+        mine = (inputs(RANK, 5000 + root, int(np.prod(shape)), np.int32) > 0).astype(dtype).reshape(shape)
+        want = (inputs(root, 5000 + root, int(np.prod(shape)), np.int32) > 0).astype(dtype).reshape(shape)
+        got = matex.broadcast(tf.constant(mine), root_rank=root).numpy()
+        check(got.shape == shape and np.array_equal(got, want), f"broadcast root {root} {np.dtype(dtype).name} {shape}")
+
+# Allgather: rank r gives r+1 rows (rank 0 none in the second case), or rows of width 0.
+for case, rows_of, width in [("growing", lambda r: r + 1, 3), ("rank 0 empty", lambda r: r, 2),
+                             ("zero width", lambda r: r + 2, 0)]:
+    def block(r):
+        return inputs(r, 6000, rows_of(r) * width, np.float32).reshape(rows_of(r), width)
+    got = matex.allgather(tf.constant(block(RANK))).numpy()
+    want = np.concatenate([block(r) for r in range(SIZE)], axis=0)
+    check(got.shape == want.shape and np.array_equal(got, want), f"allgather {case}")
+flags = matex.allgather(tf.constant([RANK % 2 == 0])).numpy()
+check(flags.tolist() == [r % 2 == 0 for r in range(SIZE)], "allgather bool")
+
+# A shape that differs on one rank fails on every rank, naming the tensor; then all goes on.
+if SIZE > 1:
+    try:
+        matex.allreduce(tf.ones([3 if RANK == SIZE - 1 else 4]), op="sum", name="differs/shape")
+        check(False, "mismatched shapes raised nothing")
+    except tf.errors.InvalidArgumentError as error:
+        check("differs/shape" in str(error), f"mismatch error names the tensor: {error}")
+    after = matex.allreduce(tf.ones([4]), op="sum").numpy()
+    check(np.array_equal(after, np.full(4, SIZE, np.float32)), "allreduce after a mismatch")
+
+failed = np.array([len(FAILURES)], np.int64)
+total = int(matex.allreduce(tf.constant(failed), op="sum").numpy()[0])
+if RANK == 0:
+    print(f"{'PASS' if total == 0 else 'FAIL'}: TensorFlow ops on {SIZE} ranks, {total} failure(s)", flush=True)
+matex.shutdown()
+sys.exit(1 if total else 0)

@@ -1,0 +1,76 @@
+// runtime.cc - see runtime.h.
+#include "runtime.h"
+
+#include <mutex>
+
+namespace {
+
+struct Runtime {
+  std::mutex mutex;
+  matex_comm_t comm = nullptr;
+  matex_engine_t engine = nullptr;
+  bool shut_down = false;
+  int rank = 0;
+  int size = 1;
+  std::string error;
+};
+
+Runtime& runtime() {
+  static Runtime* instance = new Runtime;  // never destroyed: kernels may still ask during teardown
+  return *instance;
+}
+
+int fail(Runtime& r, const std::string& what) {
+  r.error = what + ": " + matex_last_error();
+  return 1;
+}
+
+}  // namespace
+
+namespace matex_tf {
+
+matex_engine_t engine_or_null(std::string* why) {
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (r.engine == nullptr) {
+    *why = r.shut_down ? "matex has been shut down (matex.shutdown() or interpreter exit)"
+                       : "matex is not initialized: call matex.init() first, or run the script with MATEX_ENABLE=1";
+  }
+  return r.engine;
+}
+
+}  // namespace matex_tf
+
+extern "C" {
+
+int matex_tf_initialize(void) {
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (r.engine != nullptr) return 0;
+  if (r.shut_down) {
+    r.error = "matex was shut down in this process and cannot start again (MPI cannot be re-initialized)";
+    return 1;
+  }
+  if (matex_init(&r.comm) != MATEX_SUCCESS) return fail(r, "matex_init");
+  if (matex_comm_rank(r.comm, &r.rank) != MATEX_SUCCESS) return fail(r, "matex_comm_rank");
+  if (matex_comm_size(r.comm, &r.size) != MATEX_SUCCESS) return fail(r, "matex_comm_size");
+  if (matex_engine_create(r.comm, &r.engine) != MATEX_SUCCESS) return fail(r, "matex_engine_create");
+  return 0;
+}
+
+int matex_tf_shutdown(void) {
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (r.shut_down || r.comm == nullptr) return 0;
+  r.shut_down = true;
+  int status = 0;
+  if (r.engine != nullptr && matex_engine_destroy(&r.engine) != MATEX_SUCCESS) status = fail(r, "matex_engine_destroy");
+  if (matex_finalize(&r.comm) != MATEX_SUCCESS) status = fail(r, "matex_finalize");
+  return status;
+}
+
+int matex_tf_rank(void) { return runtime().rank; }
+int matex_tf_size(void) { return runtime().size; }
+const char* matex_tf_last_error(void) { return runtime().error.c_str(); }
+
+}  // extern "C"

@@ -1,0 +1,27 @@
+// runtime.h - the process's communicator and engine, shared by every op
+// kernel. Python (matex.init) creates them once through the extern "C"
+// functions below, loaded with ctypes from this same library; kernels refuse
+// to run before that, and fail cleanly after shutdown.
+#pragma once
+
+#include <string>
+
+#include "matexcomm/matexcomm.h"
+
+namespace matex_tf {
+
+// The engine, or nullptr with *why filled in when matex.init() has not run
+// (or shutdown already did).
+matex_engine_t engine_or_null(std::string* why);
+
+}  // namespace matex_tf
+
+extern "C" {
+// 0 on success; otherwise matex_tf_last_error() says why. Idempotent.
+int matex_tf_initialize(void);
+// Collective: destroys the engine (pending tensors fail) and finalizes MPI.
+int matex_tf_shutdown(void);
+int matex_tf_rank(void);
+int matex_tf_size(void);
+const char* matex_tf_last_error(void);
+}

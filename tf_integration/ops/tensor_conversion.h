@@ -1,0 +1,56 @@
+// tensor_conversion.h - TensorFlow dtypes and attribute strings in
+// libmatexcomm's terms, and the error status every kernel reports.
+#pragma once
+
+#include <string>
+
+#include "matexcomm/matexcomm.h"
+#include "tensorflow/core/framework/types.h"
+#include "tensorflow/core/platform/status.h"
+
+namespace matex_tf {
+
+// False for a dtype libmatexcomm cannot reduce or move. Booleans only move
+// (broadcast, allgather), as bytes.
+inline bool to_matex_dtype(tensorflow::DataType dtype, matex_dtype_t* out) {
+  switch (dtype) {
+    case tensorflow::DT_BOOL: *out = MATEX_UINT8; return true;
+    case tensorflow::DT_INT8: *out = MATEX_INT8; return true;
+    case tensorflow::DT_UINT8: *out = MATEX_UINT8; return true;
+    case tensorflow::DT_INT32: *out = MATEX_INT32; return true;
+    case tensorflow::DT_INT64: *out = MATEX_INT64; return true;
+    case tensorflow::DT_HALF: *out = MATEX_FLOAT16; return true;
+    case tensorflow::DT_BFLOAT16: *out = MATEX_BFLOAT16; return true;
+    case tensorflow::DT_FLOAT: *out = MATEX_FLOAT32; return true;
+    case tensorflow::DT_DOUBLE: *out = MATEX_FLOAT64; return true;
+    default: return false;
+  }
+}
+
+// The reduce_op attribute ("sum", "average", "min", "max", "product").
+inline bool to_matex_op(const std::string& name, matex_op_t* out) {
+  if (name == "sum") *out = MATEX_SUM;
+  else if (name == "average") *out = MATEX_AVG;
+  else if (name == "min") *out = MATEX_MIN;
+  else if (name == "max") *out = MATEX_MAX;
+  else if (name == "product") *out = MATEX_PROD;
+  else return false;
+  return true;
+}
+
+// The name every rank matches the tensor by: the tensor_name attribute, or
+// else the node's name (the same on every rank that built the same graph).
+inline std::string tensor_name_of(const std::string& attribute, const std::string& node_name) {
+  return attribute.empty() ? node_name : attribute;
+}
+
+// A failed collective as a TensorFlow error that names the tensor.
+inline absl::Status collective_error(matex_status_t status, const std::string& tensor, const char* message) {
+  const std::string text = "matex: tensor '" + tensor + "': " + message;
+  if (status == MATEX_ERR_INVALID_ARG || status == MATEX_ERR_MISMATCH) return absl::InvalidArgumentError(text);
+  if (status == MATEX_ERR_TIMEOUT) return absl::DeadlineExceededError(text);
+  if (status == MATEX_ERR_NOT_INITIALIZED) return absl::CancelledError(text);
+  return absl::InternalError(text);
+}
+
+}  // namespace matex_tf

@@ -1,0 +1,74 @@
+"""TensorFlow-facing collectives: allreduce (grouped), broadcast, allgather.
+
+Every rank must call them in the same order: a tensor is matched across ranks
+by its name, which is the `name` given here or else one drawn from a counter
+when the call is made (eagerly) or traced (in a tf.function). Calls run
+asynchronously in the engine; TensorFlow keeps working meanwhile.
+"""
+import itertools
+import threading
+
+import tensorflow as tf
+
+from . import _runtime
+
+_REDUCE_OPS = ("sum", "average", "min", "max", "product")
+_counter = itertools.count()
+_counter_lock = threading.Lock()
+
+
+def _name(kind, name):
+    if name:
+        return name
+    with _counter_lock:
+        return f"matex.{kind}.{next(_counter)}"
+
+
+def allreduce(tensors, op="average", prescale=1.0, postscale=1.0, name=None):
+    """Element-wise reduction across ranks of a tensor or a list of tensors.
+
+    A list is submitted as one group per dtype (the engine may fuse them).
+    op: "average" (default), "sum", "min", "max" or "product".
+    """
+    if op not in _REDUCE_OPS:
+        raise ValueError(f"matex.allreduce: op must be one of {_REDUCE_OPS}, not {op!r}")
+    single = not isinstance(tensors, (list, tuple))
+    items = [tf.convert_to_tensor(t) for t in ([tensors] if single else tensors)]
+    base = _name("allreduce", name)
+    by_dtype = {}
+    for index, t in enumerate(items):
+        by_dtype.setdefault(t.dtype, []).append(index)
+    results = [None] * len(items)
+    for group, (dtype, indices) in enumerate(by_dtype.items()):
+        group_name = base if len(by_dtype) == 1 else f"{base}.{dtype.name}"
+        reduced = _runtime.ops().matex_allreduce(
+            [items[i] for i in indices], reduce_op=op, prescale=float(prescale), postscale=float(postscale),
+            tensor_name=group_name)
+        for i, r in zip(indices, reduced):
+            results[i] = r
+    return results[0] if single else results
+
+
+def broadcast(tensor, root_rank=0, name=None):
+    """root_rank's tensor, on every rank."""
+    return _runtime.ops().matex_broadcast(tf.convert_to_tensor(tensor), root_rank=int(root_rank),
+                                          tensor_name=_name("broadcast", name))
+
+
+def allgather(tensor, name=None):
+    """Every rank's tensor concatenated along the first dimension, in rank order
+    (the first dimension may differ between ranks)."""
+    return _runtime.ops().matex_allgather(tf.convert_to_tensor(tensor), tensor_name=_name("allgather", name))
+
+
+@tf.RegisterGradient("MatexAllreduce")
+def _allreduce_gradient(op, *grads):
+    # Every rank's output depends on every rank's input with the same weights,
+    # so the gradient is the same reduction of the incoming gradients.
+    reduce_op = op.get_attr("reduce_op").decode()
+    if reduce_op not in ("sum", "average"):
+        raise NotImplementedError(f"matex: no gradient for allreduce with op {reduce_op!r}")
+    grads = [tf.zeros_like(x) if g is None else g for g, x in zip(grads, op.inputs)]
+    return _runtime.ops().matex_allreduce(
+        grads, reduce_op=reduce_op, prescale=op.get_attr("prescale"), postscale=op.get_attr("postscale"),
+        tensor_name=op.get_attr("tensor_name").decode() + ".grad")

@@ -1,0 +1,95 @@
+"""Loading MPI and the op library, and the process's matex runtime.
+
+Open MPI loads its plugins with dlopen and expects libmpi's symbols to be
+global; a Python extension is loaded with local symbols. So libmpi is loaded
+first with RTLD_GLOBAL, then TensorFlow loads the op library (which links
+libmatexcomm, which links libmpi), and ctypes reaches the op library's
+extern "C" functions (runtime.h) to start and stop MPI and the engine.
+"""
+import atexit
+import ctypes
+import ctypes.util
+import os
+import threading
+
+_LIBRARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_matex_ops.so")
+_lock = threading.Lock()
+_ops = None        # the TensorFlow module of the op library
+_native = None     # ctypes handle on the same library
+_started = False
+
+
+def _load_libmpi():
+    names = [ctypes.util.find_library("mpi"), "libmpi.so.40", "libmpi.so.12", "libmpi.so"]
+    errors = []
+    for name in names:
+        if not name:
+            continue
+        try:
+            return ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
+        except OSError as error:
+            errors.append(f"{name}: {error}")
+    raise ImportError("matex: cannot load libmpi with global symbols (" + "; ".join(errors) + ")")
+
+
+def ops():
+    """The op library's TensorFlow module (loads MPI and the library once)."""
+    global _ops, _native
+    with _lock:
+        if _ops is None:
+            import tensorflow as tf
+            if not os.path.exists(_LIBRARY):
+                raise ImportError(f"matex: the op library {_LIBRARY} is missing; build the project with "
+                                  "TensorFlow installed, or pip install the package")
+            _load_libmpi()
+            _ops = tf.load_op_library(_LIBRARY)
+            _native = ctypes.CDLL(_LIBRARY)
+            _native.matex_tf_last_error.restype = ctypes.c_char_p
+        return _ops
+
+
+def _error(what):
+    return RuntimeError(f"matex: {what} failed: {_native.matex_tf_last_error().decode(errors='replace')}")
+
+
+def init():
+    """Starts MPI (if needed) and the engine. Idempotent."""
+    global _started
+    ops()
+    with _lock:
+        if _started:
+            return
+        if _native.matex_tf_initialize() != 0:
+            raise _error("init")
+        _started = True
+        atexit.register(shutdown)
+
+
+def shutdown():
+    """Collective: stops the engine (pending tensors fail) and finalizes MPI."""
+    global _started
+    with _lock:
+        if not _started:
+            return
+        _started = False
+        if _native.matex_tf_shutdown() != 0:
+            raise _error("shutdown")
+
+
+def is_initialized():
+    return _started
+
+
+def rank():
+    _require_started()
+    return _native.matex_tf_rank()
+
+
+def size():
+    _require_started()
+    return _native.matex_tf_size()
+
+
+def _require_started():
+    if not _started:
+        raise RuntimeError("matex is not initialized: call matex.init() first, or run with MATEX_ENABLE=1")
