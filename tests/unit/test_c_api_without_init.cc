@@ -3,6 +3,7 @@
 // leave a message that names the argument at fault.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "matexcomm/matexcomm.h"
@@ -32,6 +33,22 @@ TEST(CApiWithoutInit, ForgedHandleIsRejectedNotDereferenced) {
   int storage[64] = {0};
   auto forged = reinterpret_cast<matex_comm_t>(storage);
   expect_error(matex_barrier(forged), MATEX_ERR_NOT_INITIALIZED, "not a live communicator");
+}
+
+TEST(CApiWithoutInit, SettingsComeFromTheTable) {
+  const char* value = nullptr;
+  unsetenv("MATEX_SEED");
+  ASSERT_EQ(matex_config_get("MATEX_SEED", &value), MATEX_SUCCESS) << matex_last_error();
+  EXPECT_STREQ(value, "0");  // the table's default
+  setenv("MATEX_SEED", "42", 1);
+  ASSERT_EQ(matex_config_get("MATEX_SEED", &value), MATEX_SUCCESS) << matex_last_error();
+  EXPECT_STREQ(value, "42");
+  setenv("MATEX_SEED", "forty-two", 1);
+  expect_error(matex_config_get("MATEX_SEED", &value), MATEX_ERR_CONFIG, "MATEX_SEED");
+  unsetenv("MATEX_SEED");
+  expect_error(matex_config_get("MATEX_NO_SUCH_THING", &value), MATEX_ERR_INVALID_ARG, "MATEX_NO_SUCH_THING");
+  expect_error(matex_config_get(nullptr, &value), MATEX_ERR_INVALID_ARG, "name");
+  expect_error(matex_config_get("MATEX_SEED", nullptr), MATEX_ERR_INVALID_ARG, "value");
 }
 
 TEST(CApiWithoutInit, StatusStringsAndHelpers) {

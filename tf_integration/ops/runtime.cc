@@ -1,6 +1,8 @@
 // runtime.cc - see runtime.h.
 #include "runtime.h"
 
+#include <mpi.h>
+
 #include <mutex>
 
 namespace {
@@ -70,6 +72,7 @@ int matex_tf_shutdown(void) {
 }
 
 int matex_tf_rank(void) { return runtime().rank; }
+void matex_tf_abort(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
 int matex_tf_size(void) { return runtime().size; }
 const char* matex_tf_last_error(void) { return runtime().error.c_str(); }
 

@@ -22,6 +22,9 @@ int matex_tf_initialize(void);
 // Collective: destroys the engine (pending tensors fail) and finalizes MPI.
 int matex_tf_shutdown(void);
 int matex_tf_rank(void);
+// Ends the whole job (MPI_Abort): for an unhandled Python exception on one rank,
+// which would otherwise leave the others waiting for its tensors.
+void matex_tf_abort(int code);
 int matex_tf_size(void);
 const char* matex_tf_last_error(void);
 }

@@ -2,7 +2,8 @@
 
 Builds the op library with the repository's CMake project (TensorFlow must be
 importable by this Python, hence --no-build-isolation) and packages `matex`
-with _matex_ops.so and libmatexcomm beside it. With MATEX_BUILD_DIR set to an
+with _matex_ops.so and libmatexcomm beside it, plus matex-activate.pth
+(the MATEX_ENABLE=1 startup hook, one environment lookup otherwise). With MATEX_BUILD_DIR set to an
 existing build of the project (configured with TensorFlow; a relative path is
 taken from the repository's root), its assembled package in
 <build>/python/matex is taken as it is, without compiling again.
@@ -50,6 +51,8 @@ class BuildWithOpLibrary(build_py):
         os.makedirs(target, exist_ok=True)
         for path in glob.glob(os.path.join(source, "*.so*")):
             shutil.copy2(path, target)
+        # The startup hook goes to site-packages itself, where Python reads .pth files.
+        shutil.copy2(os.path.join(HERE, "matex-activate.pth"), self.build_lib)
 
 
 setup(

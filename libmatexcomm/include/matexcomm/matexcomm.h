@@ -98,6 +98,11 @@ MATEX_API const char* matex_status_string(matex_status_t status);
 /* Message of the last failed call on this thread ("" if none). */
 MATEX_API const char* matex_last_error(void);
 MATEX_API const char* matex_version_string(void);
+/* The effective value of a MATEX_* setting (the environment's, or the table's
+ * default), as text valid until this thread's next call. Needs no
+ * communicator. MATEX_ERR_CONFIG when any MATEX_* variable is invalid,
+ * MATEX_ERR_INVALID_ARG for a name that is not a setting. */
+MATEX_API matex_status_t matex_config_get(const char* name, const char** value);
 
 /* ---- life cycle ------------------------------------------------------------ */
 /* Creates a communicator over MPI_COMM_WORLD. Initializes MPI (thread level

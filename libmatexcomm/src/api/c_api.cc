@@ -126,6 +126,20 @@ const char* matex_last_error(void) { return g_last_error.c_str(); }
 
 const char* matex_version_string(void) { return MATEX_VERSION_STRING; }
 
+matex_status_t matex_config_get(const char* name, const char** value) {
+  static thread_local std::string held;
+  return guarded([&] {
+    require_out(value, "value");
+    MATEX_REQUIRE(name != nullptr, MATEX_ERR_INVALID_ARG, "name is NULL");
+    bool known = false;
+    for (const matexcomm::ConfigEntry& entry : matexcomm::config_table()) known = known || std::string(entry.name) == name;
+    MATEX_REQUIRE(known, MATEX_ERR_INVALID_ARG, std::string("name = \"") + name + "\" is not a MATEX_* setting "
+                                                "(docs/configuration.md lists them)");
+    held = matexcomm::Config::from_environment().raw(name);  // validates every MATEX_* variable
+    *value = held.c_str();
+  });
+}
+
 matex_status_t matex_init(matex_comm_t* comm) {
   return guarded([&] {
     require_out(comm, "comm");

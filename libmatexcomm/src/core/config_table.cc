@@ -76,6 +76,18 @@ const std::vector<ConfigEntry>& config_table() {
       {"MATEX_CMA_DISABLE", ConfigType::kBool, "0", "", kUnbounded, kUnbounded, kSameOnAllRanks,
        "1: never move data with cross-memory attach (process_vm_readv/writev); large allreduces then use "
        "the two-copy shared-memory path (rs_ar_ag)."},
+      {"MATEX_ENABLE", ConfigType::kBool, "0", "", kUnbounded, kUnbounded, kSameOnAllRanks,
+       "Python (pip-installed matex): 1 makes an unmodified TensorFlow script data-parallel under mpirun "
+       "or srun, activating when it imports TensorFlow or Keras (docs/tensorflow.md). 0: the startup hook "
+       "does nothing but read this variable."},
+      {"MATEX_SEED", ConfigType::kInt, "0", "", -2147483648.0, 2147483647.0, kSameOnAllRanks,
+       "With MATEX_ENABLE=1: the seed given to Python's, NumPy's and TensorFlow's generators on every rank, so "
+       "that models start alike (the script may seed again; it does so alike on every rank)."},
+      {"MATEX_VERIFY_LOG", ConfigType::kString, "", "", kUnbounded, kUnbounded, kPerRank,
+       "With MATEX_ENABLE=1: rank 0 appends one JSON line per optimizer step (the L2 norm of every variable "
+       "the optimizer updated) and per fit batch (the loss) to this file; python -m matex.verify sets it."},
+      {"MATEX_MPIRUN", ConfigType::kString, "mpirun", "", kUnbounded, kUnbounded, kPerRank,
+       "The launcher python -m matex.verify runs the 1-rank and N-rank runs with."},
       {"MATEX_LOG_LEVEL", ConfigType::kChoice, "warn", "error|warn|info|debug", kUnbounded, kUnbounded, kPerRank,
        "Verbosity of messages on stderr; debug adds file:line breadcrumbs to errors."},
   };

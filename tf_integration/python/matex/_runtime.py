@@ -32,6 +32,26 @@ def _load_libmpi():
     raise ImportError("matex: cannot load libmpi with global symbols (" + "; ".join(errors) + ")")
 
 
+_library = None    # ctypes handle on libmatexcomm (for settings)
+
+
+def config(name):
+    """The effective value of a MATEX_* setting, from libmatexcomm's table
+    (docs/configuration.md): the environment's, validated, or the default."""
+    global _library
+    with _lock:
+        if _library is None:
+            _load_libmpi()
+            path = os.path.join(os.path.dirname(_LIBRARY), "libmatexcomm.so.0")
+            _library = ctypes.CDLL(path if os.path.exists(path) else "libmatexcomm.so.0")
+            _library.matex_config_get.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p)]
+            _library.matex_last_error.restype = ctypes.c_char_p
+    value = ctypes.c_char_p()
+    if _library.matex_config_get(name.encode(), ctypes.byref(value)) != 0:
+        raise ValueError("matex: " + _library.matex_last_error().decode(errors="replace"))
+    return value.value.decode()
+
+
 def ops():
     """The op library's TensorFlow module (loads MPI and the library once)."""
     global _ops, _native
@@ -74,6 +94,12 @@ def shutdown():
         _started = False
         if _native.matex_tf_shutdown() != 0:
             raise _error("shutdown")
+
+
+def abort(code=1):
+    """Ends every rank of the job at once (MPI_Abort)."""
+    ops()
+    _native.matex_tf_abort(int(code))
 
 
 def is_initialized():

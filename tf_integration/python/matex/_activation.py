@@ -1,0 +1,67 @@
+"""What MATEX_ENABLE=1 does once the script has imported TensorFlow:
+
+- starts MPI and the engine (matex.init);
+- seeds Python's, NumPy's and TensorFlow's generators alike on every rank
+  (MATEX_SEED, default 0), so models start identical;
+- turns XLA jit off (the collectives are not XLA ops);
+- patches Keras 3 (matex/_keras_patches.py): gradients averaged across ranks
+  inside optimizer.apply, weighted by local batch size; variables broadcast
+  from rank 0 before the first step of fit; every global batch sharded across
+  ranks; metrics aggregated from their summed states; progress output on rank
+  0 only;
+- steps aside, with a warning, when the script already uses Horovod;
+- makes an uncaught exception on one rank end the whole job (MPI_Abort)
+  instead of leaving the others waiting.
+
+A missing patch target fails loudly with the Keras version: matex never
+trains undistributed by accident.
+"""
+import sys
+import warnings
+
+_active = False
+
+
+def active():
+    return _active
+
+
+def activate():
+    global _active
+    if _active:
+        return
+    if "horovod" in sys.modules or "horovod.tensorflow" in sys.modules:
+        warnings.warn("matex: the script uses Horovod; MATEX_ENABLE=1 steps aside and does nothing")
+        return
+    import random
+
+    import numpy as np
+    import tensorflow as tf
+
+    from . import _runtime
+    _runtime.init()
+    seed = int(_runtime.config("MATEX_SEED"))
+    random.seed(seed)
+    np.random.seed(seed)
+    tf.random.set_seed(seed)
+    tf.config.optimizer.set_jit(False)
+    _abort_on_uncaught_exceptions()
+    from . import _keras_patches
+    _keras_patches.apply_all()
+    _active = True
+
+
+def _abort_on_uncaught_exceptions():
+    """An exception that ends the script on one rank ends the job: the other
+    ranks would otherwise wait for that rank's tensors forever."""
+    previous = sys.excepthook
+
+    def hook(kind, value, traceback):
+        previous(kind, value, traceback)
+        if kind is not KeyboardInterrupt:
+            from . import _runtime
+            sys.stderr.write(f"matex: rank {_runtime.rank()} ends the job after an uncaught {kind.__name__}\n")
+            sys.stderr.flush()
+            _runtime.abort(1)
+
+    sys.excepthook = hook

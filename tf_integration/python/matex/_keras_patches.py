@@ -1,0 +1,228 @@
+"""The Keras 3 patches MATEX_ENABLE=1 applies (see _activation.py).
+
+- optimizer.apply (and LossScaleOptimizer.apply): the gradients are reduced
+  across ranks first, so clipping, weight decay and loss-scale checks see the
+  global gradient. Inside fit, each rank's gradient is weighted by its local
+  batch size (sum of n_r * g_r over the sum of n_r, in one grouped allreduce),
+  so uneven slices give the gradient of the global batch's mean loss;
+  elsewhere they are averaged.
+- fit / evaluate: every global batch the data adapter produces is cut into
+  contiguous slices, rank r taking the r-th; the metrics' results are computed
+  from their states summed over ranks (exact for sums and counts); progress
+  output, ModelCheckpoint, CSVLogger and TensorBoard stay on rank 0; variables
+  are broadcast from rank 0 before the first step; jit_compile is off.
+- Model.save writes on rank 0 only.
+"""
+import contextlib
+import threading
+
+import keras
+import tensorflow as tf
+
+from . import _collectives, _runtime, _verify_log
+
+_state = threading.local()
+
+
+def _flag(name):
+    return getattr(_state, name, None)
+
+
+@contextlib.contextmanager
+def _setting(name, value):
+    old = _flag(name)
+    setattr(_state, name, value)
+    try:
+        yield
+    finally:
+        setattr(_state, name, old)
+
+
+def _target(owner, name):
+    if not hasattr(owner, name):
+        where = getattr(owner, "__qualname__", getattr(owner, "__name__", repr(owner)))
+        raise RuntimeError(f"matex: cannot patch {where}.{name}: Keras {keras.__version__} "
+                           "does not have it. matex refuses to train undistributed; unset MATEX_ENABLE or use a "
+                           "supported Keras 3 release")
+    return getattr(owner, name)
+
+
+def _patch(owner, name, make):
+    original = _target(owner, name)
+    if getattr(original, "_matex_patched", False):
+        return
+    patched = make(original)
+    patched._matex_patched = True
+    setattr(owner, name, patched)
+
+
+# ---- gradients ---------------------------------------------------------------------------------------
+
+def _reduce_gradients(grads):
+    present = [i for i, g in enumerate(grads) if g is not None]
+    tensors = [tf.convert_to_tensor(grads[i]) for i in present]
+    local = _flag("local_batch")
+    if local is None or not tensors:
+        reduced = _collectives.allreduce(tensors, op="average") if tensors else []
+    else:
+        n = tf.cast(local, tf.float32)
+        # multiply_no_nan: a rank with an empty slice has NaN gradients (mean of nothing); it adds 0.
+        weighted = [tf.math.multiply_no_nan(t, tf.cast(n, t.dtype)) for t in tensors]
+        out = _collectives.allreduce(weighted + [tf.reshape(n, [1])], op="sum")
+        total = out[-1][0]
+        reduced = [t / tf.cast(total, t.dtype) for t in out[:-1]]
+    grads = list(grads)
+    for i, r in zip(present, reduced):
+        grads[i] = r
+    return grads
+
+
+def _make_apply(original):
+    def apply(self, grads, trainable_variables=None):
+        if _flag("reduced"):
+            return original(self, grads, trainable_variables)
+        grads = _reduce_gradients(list(grads))
+        with _setting("reduced", True):
+            result = original(self, grads, trainable_variables)
+        _verify_log.after_apply(self, trainable_variables)
+        return result
+    return apply
+
+
+def _make_train_step(original):
+    def train_step(self, data):
+        x, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        first = next(t for t in tf.nest.flatten(x) if t is not None)
+        with _setting("local_batch", tf.shape(first)[0]):
+            return original(self, data)
+    return train_step
+
+
+# ---- data sharding -----------------------------------------------------------------------------------
+
+def _shard_batches(dataset):
+    r, n = _runtime.rank(), _runtime.size()
+
+    def cut(t):
+        b = tf.shape(t)[0]
+        return t[(b * r) // n:(b * (r + 1)) // n]
+
+    def take(*batch):
+        if len(batch) == 1:
+            return tf.nest.map_structure(cut, batch[0])
+        return tuple(tf.nest.map_structure(cut, part) for part in batch)
+
+    return dataset.map(take)
+
+
+def _make_get_data_adapter(original):
+    def get_data_adapter(*args, **kwargs):
+        adapter = original(*args, **kwargs)
+        if _flag("sharding") and _runtime.size() > 1:
+            make_dataset = adapter.get_tf_dataset
+            adapter.get_tf_dataset = lambda: _shard_batches(make_dataset())
+        return adapter
+    return get_data_adapter
+
+
+# ---- metrics -----------------------------------------------------------------------------------------
+
+def _make_get_metrics_result(original):
+    def get_metrics_result(self):
+        if not _flag("sharding") or _runtime.size() == 1:
+            return original(self)
+        variables = [v for m in self.metrics for v in m.variables]
+        if not variables:
+            return original(self)
+        local = [tf.identity(v.value) for v in variables]
+        summed = _collectives.allreduce(local, op="sum")
+        for v, s in zip(variables, summed):
+            v.assign(s)
+        result = original(self)
+        result = {k: tf.identity(t) for k, t in result.items()}
+        for v, l in zip(variables, local):
+            v.assign(l)
+        return result
+    return get_metrics_result
+
+
+# ---- fit, evaluate: sharding scope, rank-0 output, broadcast, no XLA -----------------------------------
+
+_RANK0_ONLY_CALLBACKS = (keras.callbacks.ModelCheckpoint, keras.callbacks.CSVLogger, keras.callbacks.TensorBoard)
+
+
+def _for_this_rank(callbacks):
+    if not isinstance(callbacks, (list, tuple)) or _runtime.rank() == 0:
+        return callbacks  # None, or a CallbackList fit hands to its own evaluate
+    return [c for c in callbacks if not isinstance(c, _RANK0_ONLY_CALLBACKS)]
+
+
+def _make_fit(original):
+    def fit(self, *args, **kwargs):
+        if _runtime.rank() != 0:
+            kwargs["verbose"] = 0
+        kwargs["callbacks"] = _verify_log.with_loss_logger(_for_this_rank(kwargs.get("callbacks")))
+        with _setting("sharding", True):
+            return original(self, *args, **kwargs)
+    return fit
+
+
+def _make_evaluate(original):
+    def evaluate(self, *args, **kwargs):
+        if _runtime.rank() != 0:
+            kwargs["verbose"] = 0
+        kwargs["callbacks"] = _for_this_rank(kwargs.get("callbacks"))
+        with _setting("sharding", True):
+            return original(self, *args, **kwargs)
+    return evaluate
+
+
+def broadcast_variables(variables, root_rank=0):
+    """Overwrites every variable with root_rank's value (eagerly)."""
+    for v in variables:
+        v.assign(_collectives.broadcast(v.value, root_rank=root_rank))
+
+
+def _make_make_train_function(original):
+    def make_train_function(self, force=False):
+        if not getattr(self, "_matex_synced", False):
+            # Built by now (fit builds before it makes the train function).
+            broadcast_variables(self.variables)
+            if self.optimizer is not None:
+                broadcast_variables(self.optimizer.variables)
+            self._matex_synced = True
+        return original(self, force)
+    return make_train_function
+
+
+def _make_compile(original):
+    def compile(self, *args, **kwargs):
+        kwargs["jit_compile"] = False  # matex's ops are not XLA ops
+        return original(self, *args, **kwargs)
+    return compile
+
+
+def _make_save(original):
+    def save(self, *args, **kwargs):
+        if _runtime.rank() == 0:
+            return original(self, *args, **kwargs)
+        return None
+    return save
+
+
+def apply_all():
+    from keras.src.backend.tensorflow import trainer as tf_trainer
+    from keras.src.optimizers import base_optimizer, loss_scale_optimizer
+    from keras.src.trainers import data_adapters
+    from keras.src.trainers import trainer as base_trainer
+
+    _patch(base_optimizer.BaseOptimizer, "apply", _make_apply)
+    _patch(loss_scale_optimizer.LossScaleOptimizer, "apply", _make_apply)
+    _patch(tf_trainer.TensorFlowTrainer, "train_step", _make_train_step)
+    _patch(tf_trainer.TensorFlowTrainer, "fit", _make_fit)
+    _patch(tf_trainer.TensorFlowTrainer, "evaluate", _make_evaluate)
+    _patch(tf_trainer.TensorFlowTrainer, "make_train_function", _make_make_train_function)
+    _patch(data_adapters, "get_data_adapter", _make_get_data_adapter)
+    _patch(base_trainer.Trainer, "get_metrics_result", _make_get_metrics_result)
+    _patch(base_trainer.Trainer, "compile", _make_compile)
+    _patch(keras.Model, "save", _make_save)

@@ -1,0 +1,58 @@
+"""What `python -m matex.verify` compares, written on rank 0 when
+MATEX_VERIFY_LOG names a file: one JSON line per optimizer step with the L2
+norm of every variable the optimizer updated (for fit, custom loops and
+TF1 graphs alike), and one per fit batch with the loss Keras reports.
+"""
+import json
+import threading
+
+import tensorflow as tf
+
+_lock = threading.Lock()
+_steps = [0]
+
+
+def _path():
+    from . import _runtime
+    path = _runtime.config("MATEX_VERIFY_LOG")
+    return path if path and _runtime.rank() == 0 else None
+
+
+def _write(record):
+    with _lock, open(_path(), "a") as out:
+        out.write(json.dumps(record) + "\n")
+
+
+def after_apply(optimizer, trainable_variables):
+    if _path() is None:
+        return
+    variables = list(trainable_variables) if trainable_variables is not None else list(optimizer._trainable_variables)
+    if not variables:
+        return
+    norms = [tf.norm(tf.cast(tf.convert_to_tensor(v), tf.float64)) for v in variables]
+
+    def record(*values):
+        with _lock:
+            _steps[0] += 1
+            step = _steps[0]
+        _write({"kind": "step", "step": step, "norms": [float(v) for v in values]})
+        return 0
+
+    tf.py_function(record, norms, Tout=tf.int32)
+
+
+def record_loss(epoch, batch, loss):
+    if _path() is not None:
+        _write({"kind": "loss", "epoch": epoch, "batch": batch, "loss": float(loss)})
+
+
+def with_loss_logger(callbacks):
+    if _path() is None or not (callbacks is None or isinstance(callbacks, (list, tuple))):
+        return callbacks
+    import keras
+
+    state = {"epoch": 0}
+    logger = keras.callbacks.LambdaCallback(
+        on_epoch_begin=lambda epoch, logs=None: state.update(epoch=epoch),
+        on_train_batch_end=lambda batch, logs=None: record_loss(state["epoch"], batch, (logs or {}).get("loss", 0.0)))
+    return list(callbacks or []) + [logger]
