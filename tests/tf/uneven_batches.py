@@ -9,3 +9,4 @@ m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="tanh"
 m.compile(keras.optimizers.SGD(0.1), "mse", metrics=["mae"])
 h = m.fit(x, y, batch_size=16, epochs=3, verbose=0)
 print("losses", ["%.7f" % v for v in h.history["loss"]], "mae", "%.7f" % h.history["mae"][-1], "w", "%.7f" % float(np.sum(m.get_weights()[0])))
+print("evaluate", m.evaluate(x, y, batch_size=16, verbose=0))

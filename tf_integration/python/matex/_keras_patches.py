@@ -11,6 +11,8 @@
   from their states summed over ranks (exact for sums and counts); progress
   output, ModelCheckpoint, CSVLogger and TensorBoard stay on rank 0; variables
   are broadcast from rank 0 before the first step; jit_compile is off.
+- custom loops: the trainable variables are broadcast from rank 0 before an
+  optimizer's first update (eagerly, also when the step is traced).
 - Model.save writes on rank 0 only.
 """
 import contextlib
@@ -36,6 +38,22 @@ def _setting(name, value):
         yield
     finally:
         setattr(_state, name, old)
+
+
+_warned_strategy = [False]
+
+
+def _under_strategy():
+    """True inside a tf.distribute strategy other than the default one: the
+    script distributes itself, and matex steps aside (warning once)."""
+    if not tf.distribute.has_strategy():
+        return False
+    if not _warned_strategy[0]:
+        _warned_strategy[0] = True
+        import warnings
+        warnings.warn("matex: the script uses a tf.distribute strategy; MATEX_ENABLE=1 steps aside for its fit, "
+                      "evaluate and optimizer updates")
+    return True
 
 
 def _target(owner, name):
@@ -77,10 +95,22 @@ def _reduce_gradients(grads):
     return grads
 
 
+def _sync_before_first_apply(optimizer, trainable_variables):
+    """Custom loops: rank 0's values before the first update. Inside a
+    tf.function this runs once, eagerly, while the step is traced."""
+    if getattr(optimizer, "_matex_synced", False):
+        return
+    optimizer._matex_synced = True
+    variables = list(trainable_variables) if trainable_variables is not None else list(optimizer._trainable_variables)
+    with tf.init_scope():
+        broadcast_variables(variables)
+
+
 def _make_apply(original):
     def apply(self, grads, trainable_variables=None):
-        if _flag("reduced"):
+        if _flag("reduced") or _under_strategy():
             return original(self, grads, trainable_variables)
+        _sync_before_first_apply(self, trainable_variables)
         grads = _reduce_gradients(list(grads))
         with _setting("reduced", True):
             result = original(self, grads, trainable_variables)
@@ -134,7 +164,7 @@ def _make_get_metrics_result(original):
         variables = [v for m in self.metrics for v in m.variables]
         if not variables:
             return original(self)
-        local = [tf.identity(v.value) for v in variables]
+        local = [tf.identity(tf.convert_to_tensor(v)) for v in variables]
         summed = _collectives.allreduce(local, op="sum")
         for v, s in zip(variables, summed):
             v.assign(s)
@@ -157,8 +187,18 @@ def _for_this_rank(callbacks):
     return [c for c in callbacks if not isinstance(c, _RANK0_ONLY_CALLBACKS)]
 
 
+def _model_has_strategy(model):
+    strategy = getattr(model, "distribute_strategy", None)
+    if strategy is None or strategy is tf.distribute.get_strategy():
+        return False
+    with strategy.scope():
+        return _under_strategy()
+
+
 def _make_fit(original):
     def fit(self, *args, **kwargs):
+        if _model_has_strategy(self):
+            return original(self, *args, **kwargs)
         if _runtime.rank() != 0:
             kwargs["verbose"] = 0
         kwargs["callbacks"] = _verify_log.with_loss_logger(_for_this_rank(kwargs.get("callbacks")))
@@ -169,27 +209,32 @@ def _make_fit(original):
 
 def _make_evaluate(original):
     def evaluate(self, *args, **kwargs):
+        if _model_has_strategy(self):
+            return original(self, *args, **kwargs)
         if _runtime.rank() != 0:
             kwargs["verbose"] = 0
         kwargs["callbacks"] = _for_this_rank(kwargs.get("callbacks"))
         with _setting("sharding", True):
-            return original(self, *args, **kwargs)
+            result = original(self, *args, **kwargs)
+        _verify_log.record_evaluate(result)
+        return result
     return evaluate
 
 
 def broadcast_variables(variables, root_rank=0):
     """Overwrites every variable with root_rank's value (eagerly)."""
     for v in variables:
-        v.assign(_collectives.broadcast(v.value, root_rank=root_rank))
+        v.assign(_collectives.broadcast(tf.convert_to_tensor(v), root_rank=root_rank))
 
 
 def _make_make_train_function(original):
     def make_train_function(self, force=False):
-        if not getattr(self, "_matex_synced", False):
+        if not getattr(self, "_matex_synced", False) and not _model_has_strategy(self):
             # Built by now (fit builds before it makes the train function).
             broadcast_variables(self.variables)
             if self.optimizer is not None:
                 broadcast_variables(self.optimizer.variables)
+                self.optimizer._matex_synced = True
             self._matex_synced = True
         return original(self, force)
     return make_train_function

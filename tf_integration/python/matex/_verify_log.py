@@ -1,7 +1,8 @@
 """What `python -m matex.verify` compares, written on rank 0 when
 MATEX_VERIFY_LOG names a file: one JSON line per optimizer step with the L2
 norm of every variable the optimizer updated (for fit, custom loops and
-TF1 graphs alike), and one per fit batch with the loss Keras reports.
+TF1 graphs alike), one per fit batch with the loss Keras reports, and one per
+evaluate call with its results.
 """
 import json
 import threading
@@ -39,6 +40,14 @@ def after_apply(optimizer, trainable_variables):
         return 0
 
     tf.py_function(record, norms, Tout=tf.int32)
+
+
+def record_evaluate(result):
+    if _path() is None:
+        return
+    values = result if isinstance(result, (list, tuple)) else (list(result.values()) if isinstance(result, dict)
+                                                              else [result])
+    _write({"kind": "evaluate", "values": [float(v) for v in values]})
 
 
 def record_loss(epoch, batch, loss):

@@ -92,7 +92,16 @@ def main(argv=None):
         worst = max(worst, diff)
         fmt = lambda v: f"{v:16.8g}" if v is not None else f"{'-':>16}"  # noqa: E731
         print(f"{index + 1:>6} {fmt(la)} {fmt(lb)} {diff:14.3e}")
-    print(f"# largest relative difference: {worst:.3e} (rtol {options.rtol:g}) over {len(steps_one)} steps")
+    evaluations_one = [r["values"] for r in one if r["kind"] == "evaluate"]
+    evaluations_many = [r["values"] for r in many if r["kind"] == "evaluate"]
+    if len(evaluations_one) != len(evaluations_many):
+        problems.append(f"{len(evaluations_one)} evaluate calls on 1 rank, {len(evaluations_many)} on many")
+    for index, (a, b) in enumerate(zip(evaluations_one, evaluations_many)):
+        diff = max((_relative(x, y) for x, y in zip(a, b)), default=0.0)
+        worst = max(worst, diff)
+        print(f"{'eval ' + str(index + 1):>6} {str(a):>16} {str(b):>16} {diff:14.3e}")
+    print(f"# largest relative difference: {worst:.3e} (rtol {options.rtol:g}) over {len(steps_one)} steps"
+          f" and {len(evaluations_one)} evaluate calls")
     if worst > options.rtol:
         problems.append(f"largest relative difference {worst:.3e} exceeds --rtol {options.rtol:g}")
     for problem in problems:
