@@ -8,7 +8,7 @@
   inside optimizer.apply, weighted by local batch size; variables broadcast
   from rank 0 before the first step of fit; every global batch sharded across
   ranks; metrics aggregated from their summed states; progress output on rank
-  0 only;
+  0 only; and TF1 graphs (matex/_tf1_patches.py);
 - steps aside, with a warning, when the script already uses Horovod;
 - makes an uncaught exception on one rank end the whole job (MPI_Abort)
   instead of leaving the others waiting.

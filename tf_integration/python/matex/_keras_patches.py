@@ -271,3 +271,5 @@ def apply_all():
     _patch(base_trainer.Trainer, "get_metrics_result", _make_get_metrics_result)
     _patch(base_trainer.Trainer, "compile", _make_compile)
     _patch(keras.Model, "save", _make_save)
+    from . import _tf1_patches
+    _tf1_patches.apply_all(_patch)

@@ -24,12 +24,8 @@ def _write(record):
         out.write(json.dumps(record) + "\n")
 
 
-def after_apply(optimizer, trainable_variables):
-    if _path() is None:
-        return
-    variables = list(trainable_variables) if trainable_variables is not None else list(optimizer._trainable_variables)
-    if not variables:
-        return
+def _record_norms(variables):
+    """An op (or, eagerly, the act) of logging the variables' L2 norms as one step."""
     norms = [tf.norm(tf.cast(tf.convert_to_tensor(v), tf.float64)) for v in variables]
 
     def record(*values):
@@ -39,7 +35,22 @@ def after_apply(optimizer, trainable_variables):
         _write({"kind": "step", "step": step, "norms": [float(v) for v in values]})
         return 0
 
-    tf.py_function(record, norms, Tout=tf.int32)
+    return tf.py_function(record, norms, Tout=tf.int32)
+
+
+def after_apply(optimizer, trainable_variables):
+    if _path() is None:
+        return
+    variables = list(trainable_variables) if trainable_variables is not None else list(optimizer._trainable_variables)
+    if variables:
+        _record_norms(variables)
+
+
+def graph_record(variables):
+    """TF1: the logging op to run with the training op (None when not logging)."""
+    if _path() is None or not variables:
+        return None
+    return _record_norms(variables)
 
 
 def record_evaluate(result):

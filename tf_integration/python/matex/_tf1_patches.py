@@ -1,0 +1,114 @@
+"""The TF1 patches MATEX_ENABLE=1 applies (graphs run by tf.compat.v1.Session):
+
+- tf.compat.v1.train.Optimizer.compute_gradients: the gradients are reduced
+  across ranks, weighted by a local batch size that Session.run feeds (one
+  grouped allreduce of n_r * g_r and n_r), so apply_gradients and minimize
+  see the global batch's gradient;
+- Session.run of a training op (one made by a patched optimizer) with a
+  feed_dict: every fed array whose first dimension is the batch's is cut into
+  contiguous slices and rank r feeds the r-th (other feeds stay whole);
+- tf.compat.v1.global_variables_initializer: initializes, then overwrites
+  every global variable with rank 0's value.
+
+Fetched values (a loss, say) are this rank's slice's: TF1 has no metric
+objects to aggregate; the variables are what matches one process.
+"""
+import numpy as np
+import tensorflow as tf
+
+from . import _collectives, _runtime, _verify_log
+
+_LOCAL_BATCH = "matex_local_batch_size"
+_training_ops = set()  # names of ops a patched optimizer made
+
+
+def _local_batch_placeholder(graph):
+    try:
+        return graph.get_tensor_by_name(_LOCAL_BATCH + ":0")
+    except KeyError:
+        with graph.as_default(), graph.name_scope(None):
+            return tf.compat.v1.placeholder_with_default(tf.constant(1.0), [], name=_LOCAL_BATCH)
+
+
+def _make_compute_gradients(original):
+    def compute_gradients(self, loss, *args, **kwargs):
+        pairs = original(self, loss, *args, **kwargs)
+        if tf.executing_eagerly() or _runtime.size() == 1:
+            return pairs
+        present = [(g, v) for g, v in pairs if g is not None]
+        if not present:
+            return pairs
+        n = _local_batch_placeholder(tf.compat.v1.get_default_graph())
+        weighted = [tf.math.multiply_no_nan(tf.convert_to_tensor(g), tf.cast(n, g.dtype)) for g, _ in present]
+        summed = _collectives.allreduce(weighted + [tf.reshape(n, [1])], op="sum")
+        total = summed[-1][0]
+        reduced = iter(s / tf.cast(total, s.dtype) for s in summed[:-1])
+        return [(next(reduced) if g is not None else None, v) for g, v in pairs]
+    return compute_gradients
+
+
+def _make_apply_gradients(original):
+    def apply_gradients(self, grads_and_vars, *args, **kwargs):
+        grads_and_vars = list(grads_and_vars)
+        op = original(self, grads_and_vars, *args, **kwargs)
+        if tf.executing_eagerly():
+            return op
+        variables = [v for g, v in grads_and_vars if g is not None]
+        with tf.control_dependencies([op]):
+            record = _verify_log.graph_record(variables)
+        train = tf.group(op, *([record] if record is not None else []), name="matex_train")
+        _training_ops.add(train.name)
+        return train
+    return apply_gradients
+
+
+def _make_global_variables_initializer(original):
+    def global_variables_initializer():
+        init = original()
+        if _runtime.size() == 1:
+            return init
+        with tf.control_dependencies([init]):
+            assigns = [v.assign(_collectives.broadcast(v.read_value(), root_rank=0))
+                       for v in tf.compat.v1.global_variables()]
+        return tf.group(init, *assigns, name="matex_init_and_broadcast")
+    return global_variables_initializer
+
+
+def _fetches_training_op(fetches):
+    for f in tf.nest.flatten(fetches):
+        name = getattr(f, "name", None)
+        if name in _training_ops:
+            return True
+    return False
+
+
+def _shard_feed(feed_dict, graph):
+    arrays = {k: np.asarray(v) for k, v in feed_dict.items()}
+    sizes = [a.shape[0] for a in arrays.values() if a.ndim >= 1]
+    if not sizes:
+        return feed_dict
+    batch = max(set(sizes), key=sizes.count)
+    r, n = _runtime.rank(), _runtime.size()
+    begin, end = (batch * r) // n, (batch * (r + 1)) // n
+    sharded = {k: (a[begin:end] if a.ndim >= 1 and a.shape[0] == batch else feed_dict[k]) for k, a in arrays.items()}
+    try:
+        sharded[graph.get_tensor_by_name(_LOCAL_BATCH + ":0")] = float(end - begin)
+    except KeyError:
+        pass
+    return sharded
+
+
+def _make_session_run(original):
+    def run(self, fetches, feed_dict=None, *args, **kwargs):
+        if feed_dict and _runtime.size() > 1 and _fetches_training_op(fetches):
+            feed_dict = _shard_feed(feed_dict, self.graph)
+        return original(self, fetches, feed_dict, *args, **kwargs)
+    return run
+
+
+def apply_all(patch):
+    optimizer = tf.compat.v1.train.Optimizer
+    patch(optimizer, "compute_gradients", _make_compute_gradients)
+    patch(optimizer, "apply_gradients", _make_apply_gradients)
+    patch(tf.compat.v1.Session, "run", _make_session_run)
+    patch(tf.compat.v1, "global_variables_initializer", _make_global_variables_initializer)
