@@ -57,7 +57,7 @@ class AllgatherKernel : public AsyncOpKernel {
                       done);
     matex_dtype_t dtype;
     OP_REQUIRES_ASYNC(context, to_matex_dtype(input.dtype(), &dtype),
-                      absl::InvalidArgumentError("matex: unsupported dtype"), done);
+                      absl::InvalidArgumentError("matex: '" + name_ + "': dtype " + tensorflow::DataTypeString(context->input(0).dtype()) + " is not supported"), done);
     auto* state = new AllgatherState(context, std::move(done), name_);
     state->input = input;
     state->row_shape = input.shape();
@@ -79,9 +79,8 @@ class AllgatherKernel : public AsyncOpKernel {
     }
     op.callback = on_complete;
     op.user_data = state;
-    if (matex_engine_submit(engine, &op, 1, &state->request) != MATEX_SUCCESS) {
-      state->finish(absl::InvalidArgumentError(std::string("matex: ") + matex_last_error()));
-    }
+    const matex_status_t submitted = matex_engine_submit(engine, &op, 1, &state->request);
+    if (submitted != MATEX_SUCCESS) state->finish(submitted, matex_last_error());
   }
 
  private:

@@ -81,7 +81,7 @@ class AllreduceKernel : public AsyncOpKernel {
     const int n = context->num_inputs();
     matex_dtype_t dtype;
     OP_REQUIRES_ASYNC(context, to_matex_dtype(context->input(0).dtype(), &dtype),
-                      absl::InvalidArgumentError("matex: unsupported dtype"), done);
+                      absl::InvalidArgumentError("matex: '" + base_name_ + "': dtype " + tensorflow::DataTypeString(context->input(0).dtype()) + " is not supported"), done);
     const bool floating = dtype == MATEX_FLOAT16 || dtype == MATEX_BFLOAT16 || dtype == MATEX_FLOAT32 ||
                           dtype == MATEX_FLOAT64;
     OP_REQUIRES_ASYNC(context, floating || (op_ != MATEX_AVG && prescale_ == 1.0f && postscale_ == 1.0f),
@@ -113,10 +113,11 @@ class AllreduceKernel : public AsyncOpKernel {
       ops[i].name = group->names[i].c_str();
       ops[i].user_data = new Slot{group, i};
     }
-    if (matex_engine_submit(engine, ops.data(), ops.size(), nullptr) != MATEX_SUCCESS) {
+    const matex_status_t submitted = matex_engine_submit(engine, ops.data(), ops.size(), nullptr);
+    if (submitted != MATEX_SUCCESS) {
       const std::string message = matex_last_error();
       for (matex_tensor_op_t& op : ops) delete static_cast<Slot*>(op.user_data);
-      group->abandon(absl::InvalidArgumentError("matex: " + message));
+      group->abandon(collective_error(submitted, base_name_, message.c_str()));
     }
   }
 

@@ -31,7 +31,7 @@ class BroadcastKernel : public AsyncOpKernel {
     const tensorflow::Tensor& input = context->input(0);
     matex_dtype_t dtype;
     OP_REQUIRES_ASYNC(context, to_matex_dtype(input.dtype(), &dtype),
-                      absl::InvalidArgumentError("matex: unsupported dtype"), done);
+                      absl::InvalidArgumentError("matex: '" + name_ + "': dtype " + tensorflow::DataTypeString(context->input(0).dtype()) + " is not supported"), done);
     tensorflow::Tensor* output = nullptr;
     OP_REQUIRES_OK_ASYNC(context, context->allocate_output(0, input.shape(), &output), done);
     const size_t bytes = input.tensor_data().size();
@@ -46,9 +46,8 @@ class BroadcastKernel : public AsyncOpKernel {
     op.root = static_cast<int>(root_);
     op.callback = on_complete;
     op.user_data = state;
-    if (matex_engine_submit(engine, &op, 1, nullptr) != MATEX_SUCCESS) {
-      state->finish(absl::InvalidArgumentError(std::string("matex: ") + matex_last_error()));
-    }
+    const matex_status_t submitted = matex_engine_submit(engine, &op, 1, nullptr);
+    if (submitted != MATEX_SUCCESS) state->finish(submitted, matex_last_error());
   }
 
  private:

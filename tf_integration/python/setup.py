@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 
-from setuptools import setup
+from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -55,8 +55,16 @@ class BuildWithOpLibrary(build_py):
         shutil.copy2(os.path.join(HERE, "matex-activate.pth"), self.build_lib)
 
 
+class BinaryDistribution(Distribution):
+    """The wheel carries a shared library built for one Python and one TensorFlow."""
+
+    def has_ext_modules(self):
+        return True
+
+
 setup(
     name="matex",
+    distclass=BinaryDistribution,
     version="0.1.0",
     description="MPI data parallelism for unmodified TensorFlow scripts, backed by libmatexcomm",
     packages=["matex"],

@@ -30,6 +30,9 @@ def activate():
     global _active
     if _active:
         return
+    import multiprocessing
+    if multiprocessing.parent_process() is not None:
+        return  # a worker the script started (spawn, forkserver): not an MPI rank
     if "horovod" in sys.modules or "horovod.tensorflow" in sys.modules:
         warnings.warn("matex: the script uses Horovod; MATEX_ENABLE=1 steps aside and does nothing")
         return
@@ -40,6 +43,9 @@ def activate():
 
     from . import _runtime
     _runtime.init()
+    # Python processes the script starts (data workers) are not ranks: keep the hook out of them.
+    import os
+    os.environ["MATEX_ENABLE"] = "0"
     seed = int(_runtime.config("MATEX_SEED"))
     random.seed(seed)
     np.random.seed(seed)

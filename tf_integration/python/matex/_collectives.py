@@ -71,4 +71,4 @@ def _allreduce_gradient(op, *grads):
     grads = [tf.zeros_like(x) if g is None else g for g, x in zip(grads, op.inputs)]
     return _runtime.ops().matex_allreduce(
         grads, reduce_op=reduce_op, prescale=op.get_attr("prescale"), postscale=op.get_attr("postscale"),
-        tensor_name=op.get_attr("tensor_name").decode() + ".grad")
+        tensor_name=_name("allreduce.grad", None))  # fresh: two gradients through one op must not share a name

@@ -16,6 +16,7 @@
 - Model.save writes on rank 0 only.
 """
 import contextlib
+import sys
 import threading
 
 import keras
@@ -44,15 +45,16 @@ _warned_strategy = [False]
 
 
 def _under_strategy():
-    """True inside a tf.distribute strategy other than the default one: the
-    script distributes itself, and matex steps aside (warning once)."""
-    if not tf.distribute.has_strategy():
+    """True inside a tf.distribute strategy other than the default one, or once
+    the script has imported Horovod: it distributes itself, and matex steps
+    aside (warning once)."""
+    if not tf.distribute.has_strategy() and "horovod.tensorflow" not in sys.modules:
         return False
     if not _warned_strategy[0]:
         _warned_strategy[0] = True
         import warnings
-        warnings.warn("matex: the script uses a tf.distribute strategy; MATEX_ENABLE=1 steps aside for its fit, "
-                      "evaluate and optimizer updates")
+        warnings.warn("matex: the script uses a tf.distribute strategy or Horovod; MATEX_ENABLE=1 steps aside "
+                      "for its fit, evaluate and optimizer updates")
     return True
 
 
@@ -103,6 +105,14 @@ def _sync_before_first_apply(optimizer, trainable_variables):
     optimizer._matex_synced = True
     variables = list(trainable_variables) if trainable_variables is not None else list(optimizer._trainable_variables)
     with tf.init_scope():
+        values = [tf.convert_to_tensor(v) for v in variables]
+        if any(tuple(t.shape) != tuple(v.shape) for t, v in zip(values, variables)):
+            # Created inside this very trace and not initialized yet: nothing to send. The same on
+            # every rank (same model), so no rank waits for a broadcast the others skip.
+            import warnings
+            warnings.warn("matex: variables created inside the traced step cannot be broadcast before their first "
+                          "update; the ranks rely on MATEX_SEED to start alike (build the model before the loop)")
+            return
         broadcast_variables(variables)
 
 
@@ -190,20 +200,32 @@ def _for_this_rank(callbacks):
 def _model_has_strategy(model):
     strategy = getattr(model, "distribute_strategy", None)
     if strategy is None or strategy is tf.distribute.get_strategy():
-        return False
+        return _under_strategy()  # Horovod
     with strategy.scope():
         return _under_strategy()
+
+
+def _as_keywords(original, model, args, kwargs):
+    """fit / evaluate arguments, positional ones too, as keywords (so verbose and callbacks can change)."""
+    import inspect
+    bound = inspect.signature(original).bind(model, *args, **kwargs)
+    arguments = dict(bound.arguments)
+    arguments.pop("self", None)
+    extra = arguments.pop("kwargs", {})
+    arguments.update(extra)
+    return arguments
 
 
 def _make_fit(original):
     def fit(self, *args, **kwargs):
         if _model_has_strategy(self):
             return original(self, *args, **kwargs)
+        kwargs = _as_keywords(original, self, args, kwargs)
         if _runtime.rank() != 0:
             kwargs["verbose"] = 0
         kwargs["callbacks"] = _verify_log.with_loss_logger(_for_this_rank(kwargs.get("callbacks")))
         with _setting("sharding", True):
-            return original(self, *args, **kwargs)
+            return original(self, **kwargs)
     return fit
 
 
@@ -211,11 +233,12 @@ def _make_evaluate(original):
     def evaluate(self, *args, **kwargs):
         if _model_has_strategy(self):
             return original(self, *args, **kwargs)
+        kwargs = _as_keywords(original, self, args, kwargs)
         if _runtime.rank() != 0:
             kwargs["verbose"] = 0
         kwargs["callbacks"] = _for_this_rank(kwargs.get("callbacks"))
         with _setting("sharding", True):
-            result = original(self, *args, **kwargs)
+            result = original(self, **kwargs)
         _verify_log.record_evaluate(result)
         return result
     return evaluate
@@ -227,12 +250,29 @@ def broadcast_variables(variables, root_rank=0):
         v.assign(_collectives.broadcast(tf.convert_to_tensor(v), root_rank=root_rank))
 
 
+def _make_maybe_symbolic_build(original):
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        original(self, iterator=iterator, data_batch=data_batch)
+        if self.built or not _flag("sharding") or (iterator is None and data_batch is None):
+            return
+        # Keras defers building to the first traced step without a strategy; matex builds now,
+        # from one batch (fit resets the iterator afterwards), so rank 0's variables can be
+        # broadcast before any step.
+        if data_batch is None:
+            for _, _, batches in iterator:
+                data_batch = next(batches)
+                break
+        self._symbolic_build(data_batch=data_batch)
+    return _maybe_symbolic_build
+
+
 def _make_make_train_function(original):
     def make_train_function(self, force=False):
-        if not getattr(self, "_matex_synced", False) and not _model_has_strategy(self):
-            # Built by now (fit builds before it makes the train function).
+        if not getattr(self, "_matex_synced", False) and self.built and not _model_has_strategy(self):
+            # A model built before fit (an Input layer, or a call) is synced here; one that
+            # builds lazily in its first step is synced by the optimizer's first update.
             broadcast_variables(self.variables)
-            if self.optimizer is not None:
+            if self.optimizer is not None and self.optimizer.built:
                 broadcast_variables(self.optimizer.variables)
                 self.optimizer._matex_synced = True
             self._matex_synced = True
@@ -267,6 +307,7 @@ def apply_all():
     _patch(tf_trainer.TensorFlowTrainer, "fit", _make_fit)
     _patch(tf_trainer.TensorFlowTrainer, "evaluate", _make_evaluate)
     _patch(tf_trainer.TensorFlowTrainer, "make_train_function", _make_make_train_function)
+    _patch(tf_trainer.TensorFlowTrainer, "_maybe_symbolic_build", _make_maybe_symbolic_build)
     _patch(data_adapters, "get_data_adapter", _make_get_data_adapter)
     _patch(base_trainer.Trainer, "get_metrics_result", _make_get_metrics_result)
     _patch(base_trainer.Trainer, "compile", _make_compile)
