@@ -23,6 +23,15 @@ constexpr size_t kIdleSamples = 4096;
 
 bool is_unit(double factor) { return factor == 1.0; }
 
+// The buffer an allreduce reads for `t`: its input, or, with a prescale, its
+// output after the input was copied there and scaled.
+const void* prescaled_input(const TensorOp& t, matex_dtype_t dtype) {
+  if (is_unit(t.prescale)) return t.send;
+  if (t.send != t.recv && t.spec.count > 0) std::memcpy(t.recv, t.send, t.spec.count * dtype_size(dtype));
+  scale_elements(dtype, t.recv, t.spec.count, t.prescale);
+  return t.recv;
+}
+
 matex_collective_t collective_of(TensorKind kind) {
   switch (kind) {
     case TensorKind::kAllreduce: return MATEX_COLL_ALLREDUCE;
@@ -370,12 +379,7 @@ void Engine::execute_allreduce(const std::vector<TensorOp*>& ops) {
   const size_t element = dtype_size(dtype);
   if (ops.size() == 1) {  // alone: straight in the caller's buffers, never through the fusion buffer
     TensorOp& only = *ops[0];
-    const void* input = only.send;
-    if (!is_unit(only.prescale)) {
-      if (only.send != only.recv && spec.count > 0) std::memcpy(only.recv, only.send, spec.count * element);
-      scale_elements(dtype, only.recv, spec.count, only.prescale);
-      input = only.recv;
-    }
+    const void* input = prescaled_input(only, dtype);
     // Tensors too big to fuse are fresh gradients whose outputs are not in cache.
     AllreduceHints hints;
     hints.cold_output = spec.count * element > pack_tensor_limit_;
@@ -426,13 +430,7 @@ void Engine::execute_fused_in_place(const std::vector<TensorOp*>& ops) {
   AllreduceHints hints;
   size_t bytes = 0;
   for (const TensorOp* t : ops) {
-    const void* input = t->send;
-    if (!is_unit(t->prescale)) {  // scaled into the output, which then serves as the input
-      if (t->send != t->recv && t->spec.count > 0) std::memcpy(t->recv, t->send, t->spec.count * element);
-      scale_elements(dtype, t->recv, t->spec.count, t->prescale);
-      input = t->recv;
-    }
-    pieces.push_back({input, t->recv, t->spec.count});
+    pieces.push_back({prescaled_input(*t, dtype), t->recv, t->spec.count});
     bytes += t->spec.count * element;
     hints.cold_output = hints.cold_output || t->spec.count * element > pack_tensor_limit_;
   }
