@@ -47,17 +47,15 @@ class AllgatherKernel : public AsyncOpKernel {
   }
 
   void ComputeAsync(tensorflow::OpKernelContext* context, DoneCallback done) override {
-    std::string why;
-    matex_engine_t engine = engine_or_null(&why);
-    OP_REQUIRES_ASYNC(context, engine != nullptr, absl::FailedPreconditionError(why), done);
+    matex_engine_t engine = nullptr;
+    OP_REQUIRES_OK_ASYNC(context, running_engine(&engine), done);
     const tensorflow::Tensor& input = context->input(0);
     OP_REQUIRES_ASYNC(context, input.dims() >= 1,
                       absl::InvalidArgumentError("matex: allgather of '" + name_ +
                                                  "' needs a tensor with a first dimension, not a scalar"),
                       done);
     matex_dtype_t dtype;
-    OP_REQUIRES_ASYNC(context, to_matex_dtype(input.dtype(), &dtype),
-                      absl::InvalidArgumentError("matex: '" + name_ + "': dtype " + tensorflow::DataTypeString(context->input(0).dtype()) + " is not supported"), done);
+    OP_REQUIRES_OK_ASYNC(context, dtype_of(input, name_, &dtype), done);
     auto* state = new AllgatherState(context, std::move(done), name_);
     state->input = input;
     state->row_shape = input.shape();

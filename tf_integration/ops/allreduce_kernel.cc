@@ -75,13 +75,11 @@ class AllreduceKernel : public AsyncOpKernel {
   }
 
   void ComputeAsync(OpKernelContext* context, DoneCallback done) override {
-    std::string why;
-    matex_engine_t engine = engine_or_null(&why);
-    OP_REQUIRES_ASYNC(context, engine != nullptr, absl::FailedPreconditionError(why), done);
+    matex_engine_t engine = nullptr;
+    OP_REQUIRES_OK_ASYNC(context, running_engine(&engine), done);
     const int n = context->num_inputs();
     matex_dtype_t dtype;
-    OP_REQUIRES_ASYNC(context, to_matex_dtype(context->input(0).dtype(), &dtype),
-                      absl::InvalidArgumentError("matex: '" + base_name_ + "': dtype " + tensorflow::DataTypeString(context->input(0).dtype()) + " is not supported"), done);
+    OP_REQUIRES_OK_ASYNC(context, dtype_of(context->input(0), base_name_, &dtype), done);
     const bool floating = dtype == MATEX_FLOAT16 || dtype == MATEX_BFLOAT16 || dtype == MATEX_FLOAT32 ||
                           dtype == MATEX_FLOAT64;
     OP_REQUIRES_ASYNC(context, floating || (op_ != MATEX_AVG && prescale_ == 1.0f && postscale_ == 1.0f),

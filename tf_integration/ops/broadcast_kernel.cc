@@ -25,13 +25,11 @@ class BroadcastKernel : public AsyncOpKernel {
   }
 
   void ComputeAsync(tensorflow::OpKernelContext* context, DoneCallback done) override {
-    std::string why;
-    matex_engine_t engine = engine_or_null(&why);
-    OP_REQUIRES_ASYNC(context, engine != nullptr, absl::FailedPreconditionError(why), done);
+    matex_engine_t engine = nullptr;
+    OP_REQUIRES_OK_ASYNC(context, running_engine(&engine), done);
     const tensorflow::Tensor& input = context->input(0);
     matex_dtype_t dtype;
-    OP_REQUIRES_ASYNC(context, to_matex_dtype(input.dtype(), &dtype),
-                      absl::InvalidArgumentError("matex: '" + name_ + "': dtype " + tensorflow::DataTypeString(context->input(0).dtype()) + " is not supported"), done);
+    OP_REQUIRES_OK_ASYNC(context, dtype_of(input, name_, &dtype), done);
     tensorflow::Tensor* output = nullptr;
     OP_REQUIRES_OK_ASYNC(context, context->allocate_output(0, input.shape(), &output), done);
     const size_t bytes = input.tensor_data().size();

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <mutex>
+#include <string>
 
 namespace {
 
@@ -31,14 +32,14 @@ int fail(Runtime& r, const std::string& what) {
 
 namespace matex_tf {
 
-matex_engine_t engine_or_null(std::string* why) {
+absl::Status running_engine(matex_engine_t* engine) {
   Runtime& r = runtime();
   std::lock_guard<std::mutex> lock(r.mutex);
-  if (r.engine == nullptr) {
-    *why = r.shut_down ? "matex has been shut down (matex.shutdown() or interpreter exit)"
-                       : "matex is not initialized: call matex.init() first, or run the script with MATEX_ENABLE=1";
-  }
-  return r.engine;
+  *engine = r.engine;
+  if (r.engine != nullptr) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      r.shut_down ? "matex has been shut down (matex.shutdown() or interpreter exit)"
+                  : "matex is not initialized: call matex.init() first, or run the script with MATEX_ENABLE=1");
 }
 
 }  // namespace matex_tf

@@ -4,15 +4,14 @@
 // to run before that, and fail cleanly after shutdown.
 #pragma once
 
-#include <string>
-
+#include "absl/status/status.h"
 #include "matexcomm/matexcomm.h"
 
 namespace matex_tf {
 
-// The engine, or nullptr with *why filled in when matex.init() has not run
-// (or shutdown already did).
-matex_engine_t engine_or_null(std::string* why);
+// The engine in *engine, or FailedPrecondition saying why there is none
+// (matex.init() has not run, or shutdown already did).
+absl::Status running_engine(matex_engine_t* engine);
 
 }  // namespace matex_tf
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "matexcomm/matexcomm.h"
+#include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/types.h"
 #include "tensorflow/core/platform/status.h"
 
@@ -25,6 +26,13 @@ inline bool to_matex_dtype(tensorflow::DataType dtype, matex_dtype_t* out) {
     case tensorflow::DT_DOUBLE: *out = MATEX_FLOAT64; return true;
     default: return false;
   }
+}
+
+// The tensor's dtype in *out, or InvalidArgument naming the tensor and the dtype.
+inline absl::Status dtype_of(const tensorflow::Tensor& tensor, const std::string& name, matex_dtype_t* out) {
+  if (to_matex_dtype(tensor.dtype(), out)) return absl::OkStatus();
+  return absl::InvalidArgumentError("matex: '" + name + "': dtype " + tensorflow::DataTypeString(tensor.dtype()) +
+                                    " is not supported");
 }
 
 // The reduce_op attribute ("sum", "average", "min", "max", "product").
