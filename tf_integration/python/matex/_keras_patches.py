@@ -205,14 +205,17 @@ def _model_has_strategy(model):
         return _under_strategy()
 
 
-def _as_keywords(original, model, args, kwargs):
-    """fit / evaluate arguments, positional ones too, as keywords (so verbose and callbacks can change)."""
+def _for_this_rank_keywords(original, model, args, kwargs):
+    """fit / evaluate arguments, positional ones too, as keywords, with progress
+    output and the rank-0-only callbacks left to rank 0."""
     import inspect
     bound = inspect.signature(original).bind(model, *args, **kwargs)
     arguments = dict(bound.arguments)
     arguments.pop("self", None)
-    extra = arguments.pop("kwargs", {})
-    arguments.update(extra)
+    arguments.update(arguments.pop("kwargs", {}))
+    if _runtime.rank() != 0:
+        arguments["verbose"] = 0
+    arguments["callbacks"] = _for_this_rank(arguments.get("callbacks"))
     return arguments
 
 
@@ -220,10 +223,8 @@ def _make_fit(original):
     def fit(self, *args, **kwargs):
         if _model_has_strategy(self):
             return original(self, *args, **kwargs)
-        kwargs = _as_keywords(original, self, args, kwargs)
-        if _runtime.rank() != 0:
-            kwargs["verbose"] = 0
-        kwargs["callbacks"] = _verify_log.with_loss_logger(_for_this_rank(kwargs.get("callbacks")))
+        kwargs = _for_this_rank_keywords(original, self, args, kwargs)
+        kwargs["callbacks"] = _verify_log.with_loss_logger(kwargs["callbacks"])
         with _setting("sharding", True):
             return original(self, **kwargs)
     return fit
@@ -233,10 +234,7 @@ def _make_evaluate(original):
     def evaluate(self, *args, **kwargs):
         if _model_has_strategy(self):
             return original(self, *args, **kwargs)
-        kwargs = _as_keywords(original, self, args, kwargs)
-        if _runtime.rank() != 0:
-            kwargs["verbose"] = 0
-        kwargs["callbacks"] = _for_this_rank(kwargs.get("callbacks"))
+        kwargs = _for_this_rank_keywords(original, self, args, kwargs)
         with _setting("sharding", True):
             result = original(self, **kwargs)
         _verify_log.record_evaluate(result)

@@ -13,10 +13,18 @@ _lock = threading.Lock()
 _steps = [0]
 
 
+_UNSET = object()
+_cached_path = [_UNSET]
+
+
 def _path():
-    from . import _runtime
-    path = _runtime.config("MATEX_VERIFY_LOG")
-    return path if path and _runtime.rank() == 0 else None
+    """Where rank 0 logs (None elsewhere, or when not asked), looked up once:
+    it is asked for at every step."""
+    if _cached_path[0] is _UNSET:
+        from . import _runtime
+        path = _runtime.config("MATEX_VERIFY_LOG")
+        _cached_path[0] = path if path and _runtime.rank() == 0 else None
+    return _cached_path[0]
 
 
 def _write(record):
