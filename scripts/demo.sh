@@ -18,11 +18,11 @@ echo "== allreduce on the same layout =="
 MATEX_VIRTUAL_NODES=2,2 mpirun -np 4 --oversubscribe build/bin/matex-allreduce-demo
 
 echo
-echo "== an unmodified Keras script, data-parallel: MATEX_ENABLE=1 on 4 ranks (2 virtual nodes) against 1 rank =="
+echo "== an unmodified Keras script, data-parallel: MATEX_ENABLE=1 on 2 ranks, then on 4 (2 virtual nodes), against 1 rank =="
 if [ ! -x build/tf-venv/bin/python ]; then
   python3 -m venv --system-site-packages build/tf-venv
 fi
 MATEX_BUILD_DIR=build build/tf-venv/bin/python -m pip install -q --no-build-isolation --force-reinstall --no-deps \
   ./tf_integration/python 2>&1 | grep -v "FutureWarning\|warn(" || true
 rm -rf tf_integration/python/build tf_integration/python/*.egg-info
-TF_CPP_MIN_LOG_LEVEL=3 build/tf-venv/bin/python -m matex.verify -np 4 --virtual-nodes 2,2 examples/keras_fit_numpy.py
+TF_CPP_MIN_LOG_LEVEL=3 build/tf-venv/bin/python -m matex.verify -np 2 --also 4:2,2 examples/keras_fit_numpy.py

@@ -7,8 +7,10 @@
 - patches Keras 3 (matex/_keras_patches.py): gradients averaged across ranks
   inside optimizer.apply, weighted by local batch size; variables broadcast
   from rank 0 before the first step of fit; every global batch sharded across
-  ranks; metrics aggregated from their summed states; progress output on rank
-  0 only; and TF1 graphs (matex/_tf1_patches.py);
+  ranks (custom loops too, once their data feeds training); BatchNormalization
+  moments and Dropout masks of the global batch; metrics aggregated from their
+  summed states; progress output on rank 0 only; and TF1 graphs
+  (matex/_tf1_patches.py);
 - steps aside, with a warning, when the script already uses Horovod;
 - makes an uncaught exception on one rank end the whole job (MPI_Abort)
   instead of leaving the others waiting.

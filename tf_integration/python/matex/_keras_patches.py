@@ -4,16 +4,19 @@
   across ranks first, so clipping, weight decay and loss-scale checks see the
   global gradient. Inside fit, each rank's gradient is weighted by its local
   batch size (sum of n_r * g_r over the sum of n_r, in one grouped allreduce),
-  so uneven slices give the gradient of the global batch's mean loss;
-  elsewhere they are averaged.
+  so uneven slices give the gradient of the global batch's mean loss; in
+  custom loops the weight is the slice _batch_layout handed out last.
 - fit / evaluate: every global batch the data adapter produces is cut into
   contiguous slices, rank r taking the r-th; the metrics' results are computed
   from their states summed over ranks (exact for sums and counts); progress
   output, ModelCheckpoint, CSVLogger and TensorBoard stay on rank 0; variables
   are broadcast from rank 0 before the first step; jit_compile is off.
 - custom loops: the trainable variables are broadcast from rank 0 before an
-  optimizer's first update (eagerly, also when the step is traced).
-- Model.save writes on rank 0 only.
+  optimizer's first update (eagerly, also when the step is traced); batched
+  tf.data iteration is sliced once it feeds training (_batch_layout.py).
+- BatchNormalization and Dropout see the global batch (_layer_patches.py).
+- before any broadcast, the ranks check that they hold the same variables.
+- Model.save, save_weights and export write on rank 0 only.
 """
 import contextlib
 import sys
@@ -22,7 +25,7 @@ import threading
 import keras
 import tensorflow as tf
 
-from . import _collectives, _runtime, _verify_log
+from . import _batch_layout, _collectives, _layer_patches, _runtime, _verify_log
 
 _state = threading.local()
 
@@ -81,11 +84,11 @@ def _patch(owner, name, make):
 def _reduce_gradients(grads):
     present = [i for i, g in enumerate(grads) if g is not None]
     tensors = [tf.convert_to_tensor(grads[i]) for i in present]
-    local = _flag("local_batch")
-    if local is None or not tensors:
+    layout = _batch_layout.current()
+    if layout is None or not tensors:
         reduced = _collectives.allreduce(tensors, op="average") if tensors else []
     else:
-        n = tf.cast(local, tf.float32)
+        n = tf.cast(layout.local, tf.float32)
         # multiply_no_nan: a rank with an empty slice has NaN gradients (mean of nothing); it adds 0.
         weighted = [tf.math.multiply_no_nan(t, tf.cast(n, t.dtype)) for t in tensors]
         out = _collectives.allreduce(weighted + [tf.reshape(n, [1])], op="sum")
@@ -120,8 +123,10 @@ def _make_apply(original):
     def apply(self, grads, trainable_variables=None):
         if _flag("reduced") or _under_strategy():
             return original(self, grads, trainable_variables)
-        _sync_before_first_apply(self, trainable_variables)
-        grads = _reduce_gradients(list(grads))
+        _batch_layout.note_optimizer(self)
+        if _runtime.size() > 1:
+            _sync_before_first_apply(self, trainable_variables)
+            grads = _reduce_gradients(list(grads))
         with _setting("reduced", True):
             result = original(self, grads, trainable_variables)
         _verify_log.after_apply(self, trainable_variables)
@@ -133,7 +138,7 @@ def _make_train_step(original):
     def train_step(self, data):
         x, _, _ = keras.utils.unpack_x_y_sample_weight(data)
         first = next(t for t in tf.nest.flatten(x) if t is not None)
-        with _setting("local_batch", tf.shape(first)[0]):
+        with _batch_layout.in_fit(tf.shape(first)[0]):
             return original(self, data)
     return train_step
 
@@ -242,8 +247,43 @@ def _make_evaluate(original):
     return evaluate
 
 
+def _signature(variable):
+    import zlib
+    shape = tuple(variable.shape)
+    return zlib.crc32(f"{shape}:{tf.as_dtype(variable.dtype).name}".encode()) & 0x7FFFFFFF, shape
+
+
+def check_same_variables(variables):
+    """Raises on every rank, naming a variable, when the ranks hold different
+    lists of variable shapes and dtypes (the script built different models):
+    a clear error instead of collectives that never match."""
+    signatures = [_signature(v) for v in variables]
+    counts = _collectives.allgather(tf.constant([len(signatures)], tf.int32)).numpy().tolist()
+    everyone = _collectives.allgather(tf.constant([s for s, _ in signatures], tf.int32, shape=[len(signatures)]))
+    everyone, start = everyone.numpy().tolist(), 0
+    lists = []
+    for count in counts:
+        lists.append(everyone[start:start + count])
+        start += count
+    reference = lists[0]
+    for rank, mine in enumerate(lists):
+        if mine == reference:
+            continue
+        index = next((i for i, (a, b) in enumerate(zip(mine, reference)) if a != b), min(len(mine), len(reference)))
+        here = (f"variable #{index} here is '{getattr(variables[index], 'path', variables[index].name)}' "
+                f"{signatures[index][1]} {tf.as_dtype(variables[index].dtype).name}"
+                if index < len(variables) else f"this rank has only {len(variables)} variables")
+        raise ValueError(f"matex: the ranks built different models: rank {rank} has {len(mine)} variables, rank 0 "
+                         f"{len(reference)}, and they first differ at variable #{index} (shape or dtype); on rank "
+                         f"{_runtime.rank()} {here}. Every rank must run the same script on the same model.")
+
+
 def broadcast_variables(variables, root_rank=0):
-    """Overwrites every variable with root_rank's value (eagerly)."""
+    """Overwrites every variable with root_rank's value (eagerly), after
+    checking that every rank holds the same list of variables."""
+    if _runtime.size() == 1:
+        return
+    check_same_variables(variables)
     for v in variables:
         v.assign(_collectives.broadcast(tf.convert_to_tensor(v), root_rank=root_rank))
 
@@ -309,6 +349,9 @@ def apply_all():
     _patch(data_adapters, "get_data_adapter", _make_get_data_adapter)
     _patch(base_trainer.Trainer, "get_metrics_result", _make_get_metrics_result)
     _patch(base_trainer.Trainer, "compile", _make_compile)
-    _patch(keras.Model, "save", _make_save)
+    for writer in ("save", "save_weights", "export"):
+        _patch(keras.Model, writer, _make_save)
+    _batch_layout.apply_all(_patch)
+    _layer_patches.apply_all(_patch)
     from . import _tf1_patches
     _tf1_patches.apply_all(_patch)

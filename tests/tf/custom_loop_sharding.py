@@ -1,0 +1,56 @@
+"""MATEX_ENABLE=1, custom loops over a batched tf.data dataset: a loop that only
+predicts sees every row on every rank (no rank loses data); a training loop
+sees whole batches until its first optimizer update, then rank r's
+contiguous slice of each batch; a later loop over the same dataset is sliced
+from its first batch. Rows carry their own index, so each rank checks what it
+got against the slices computed here, and the slices of all ranks must tile
+each batch. Exits non-zero otherwise."""
+import sys
+
+import numpy as np
+import tensorflow as tf
+import keras
+
+import matex
+
+rank, size = matex.rank(), matex.size()
+rows, batch = 45, 7  # batches of 7 and a last one of 3: uneven slices, empty ones on 4 ranks
+dataset = tf.data.Dataset.from_tensor_slices(np.arange(rows, dtype=np.float32).reshape(rows, 1)).batch(batch)
+model = keras.Sequential([keras.Input(shape=(1,)), keras.layers.Dense(1)])
+optimizer = keras.optimizers.SGD(0.001)
+failures = []
+
+
+def expect(what, got, want):
+    if not np.array_equal(np.asarray(got), np.asarray(want)):
+        failures.append(f"{what}: got {np.asarray(got).ravel().tolist()}, want {np.asarray(want).ravel().tolist()}")
+
+
+def my_slice(k):
+    whole = np.arange(k * batch, min(rows, (k + 1) * batch), dtype=np.float32)
+    n = len(whole)
+    return whole[n * rank // size:n * (rank + 1) // size]
+
+
+@tf.function
+def train_step(x):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(model(x)))
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+
+
+seen = np.concatenate([x.numpy().ravel() for x in dataset])  # predicting, exporting: whole batches
+expect("a loop without training", seen, np.arange(rows))
+for k, x in enumerate(dataset):
+    expect(f"training loop, batch {k}", x.numpy().ravel(), np.arange(0, batch) if k == 0 else my_slice(k))
+    train_step(x)
+for k, x in enumerate(dataset):  # the dataset now feeds training: sliced from the start
+    expect(f"second epoch, batch {k}", x.numpy().ravel(), my_slice(k))
+    train_step(x)
+
+failed = matex.allreduce(tf.constant([float(len(failures))]), op="sum").numpy()[0]
+for f in failures:
+    print(f"rank {rank}: FAIL {f}", flush=True)
+if rank == 0 and failed == 0:
+    print(f"PASS: custom-loop sharding on {size} ranks", flush=True)
+sys.exit(1 if failed else 0)

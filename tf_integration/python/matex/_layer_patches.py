@@ -1,0 +1,109 @@
+"""Layers whose training behaviour depends on the whole batch, made to see the
+global batch when each rank holds a slice of it (MATEX_ENABLE=1, 2+ ranks).
+
+- BatchNormalization: the moments are those of the global batch, as one
+  process computes them (mean first, then the mean squared difference from
+  it), from per-channel sums added across ranks. Their gradient flows back
+  through the same sums: rank r receives the sum over ranks s of n_s * g_s,
+  divided by its own n_r, because the optimizer then weights rank r's
+  gradient by n_r (see _keras_patches._reduce_gradients). A rank with an empty
+  slice gets the global moments, not NaN. Cost per layer and step: two
+  grouped allreduces of one value per channel forward, two backward.
+- Dropout: the mask is drawn for the whole global batch, with the layer's seed
+  exactly as one process draws it, and rank r keeps the rows of its slice. Cost:
+  every rank draws the global batch's mask.
+
+Masked BatchNormalization (a `mask` argument) keeps its local moments.
+"""
+import keras
+import tensorflow as tf
+
+from . import _batch_layout, _collectives, _runtime
+
+
+def _local_weight(dtype):
+    layout = _batch_layout.current()
+    return tf.cast(layout.local, dtype) if layout is not None else tf.constant(1, dtype)
+
+
+def _sum_across_ranks(tensors):
+    """Element-wise sums over ranks, differentiable for the weighted gradient
+    described above."""
+    weight = _local_weight(tensors[0].dtype)
+
+    @tf.custom_gradient
+    def summed(*xs):
+        ys = _collectives.allreduce(list(xs), op="sum")
+
+        def gradient(*dys):
+            dys = [tf.zeros_like(x) if d is None else d for d, x in zip(dys, xs)]
+            sums = _collectives.allreduce([d * weight for d in dys], op="sum")
+            return [tf.math.divide_no_nan(s, weight) for s in sums]
+
+        return ys, gradient
+
+    return summed(*tensors)
+
+
+def global_moments(x, axes):
+    """Mean and variance over `axes` of the global batch (keepdims=False)."""
+    local_sum = tf.reduce_sum(x, axes, keepdims=True)
+    per_channel = tf.cast(tf.size(x), x.dtype) / tf.cast(tf.maximum(tf.size(local_sum), 1), x.dtype)
+    total_sum, count = _sum_across_ranks([local_sum, tf.reshape(per_channel, [1])])
+    count = tf.stop_gradient(count[0])
+    mean = tf.math.divide_no_nan(total_sum, count)
+    squares = tf.reduce_sum(tf.math.squared_difference(x, tf.stop_gradient(mean)), axes, keepdims=True)
+    variance = tf.math.divide_no_nan(_sum_across_ranks([squares])[0], count)
+    return tf.squeeze(mean, axes), tf.squeeze(variance, axes)
+
+
+def _make_moments(original):
+    def _moments(self, inputs, mask):
+        if mask is not None or _runtime.size() == 1 or tf.distribute.has_strategy():
+            return original(self, inputs, mask)
+        x = tf.convert_to_tensor(inputs)
+        need_cast = x.dtype in (tf.float16, tf.bfloat16)
+        mean, variance = global_moments(tf.cast(x, tf.float32) if need_cast else x, list(self._reduction_axes))
+        if need_cast:
+            mean, variance = tf.cast(mean, x.dtype), tf.cast(variance, x.dtype)
+        return mean, variance
+    return _moments
+
+
+def _global_noise_shape(x, noise_shape, total):
+    shape = tf.shape(x)
+    dims = [total] + [shape[i] if noise_shape is None or noise_shape[i] is None else noise_shape[i]
+                      for i in range(1, len(x.shape))]
+    return tf.stack([tf.cast(d, tf.int32) for d in dims])
+
+
+def _make_dropout_call(original):
+    def call(self, inputs, training=False):
+        if (not training or self.rate <= 0 or self.rate >= 1 or _runtime.size() == 1
+                or tf.distribute.has_strategy() or (self.noise_shape is not None and self.noise_shape[0] == 1)):
+            return original(self, inputs, training=training)
+        layout = _batch_layout.current()
+        local, total, offset = layout.local, layout.total, layout.offset  # outside the branches: shared by layers
+        x = tf.convert_to_tensor(inputs)
+        from keras.src.backend.tensorflow.random import _cast_seed, draw_seed
+        seed = _cast_seed(draw_seed(self.seed_generator))  # one draw, as the one-process layer makes
+
+        def global_mask():
+            noise = _global_noise_shape(x, self.noise_shape, total)
+            mask = tf.nn.experimental.stateless_dropout(tf.ones(noise, x.dtype), rate=self.rate, noise_shape=noise,
+                                                        seed=seed)
+            return x * mask[offset:offset + local]
+
+        def local_mask():  # this batch is not the sharded one (e.g. a reshaped batch axis)
+            noise = None if self.noise_shape is None else _global_noise_shape(x, self.noise_shape, tf.shape(x)[0])
+            return tf.nn.experimental.stateless_dropout(x, rate=self.rate, noise_shape=noise, seed=seed)
+
+        matches = tf.equal(tf.cast(local, tf.int32), tf.shape(x)[0])
+        return tf.cond(matches, global_mask, local_mask)
+    return call
+
+
+def apply_all(patch):
+    from keras.src.layers.normalization import batch_normalization
+    patch(batch_normalization.BatchNormalization, "_moments", _make_moments)
+    patch(keras.layers.Dropout, "call", _make_dropout_call)
