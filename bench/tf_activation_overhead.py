@@ -40,7 +40,8 @@ def run(script, enabled):
     for line in out.stdout.splitlines():
         if line.startswith("MATEX_STEP_TIMES "):
             return json.loads(line.split(" ", 1)[1])
-    sys.exit(f"run failed ({'with' if enabled else 'without'} MATEX_ENABLE=1):\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
+    which = "with" if enabled else "without"
+    sys.exit(f"run failed ({which} MATEX_ENABLE=1):\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
 
 
 def main():

@@ -19,18 +19,24 @@ if ((${#missing[@]} > 0)); then
 fi
 
 # TensorFlow for the integration (tf_integration/, tests/tf), from PyPI, into
-# the python3 on PATH. A Debian system Python refuses pip installs unless told.
-MATEX_TF_REQUIREMENT="tensorflow-cpu==2.21.*"
-if ! python3 -c 'import tensorflow as tf, sys; sys.exit(not tf.__version__.startswith("2.21."))' 2>/dev/null; then
-  echo "setup: installing $MATEX_TF_REQUIREMENT"
-  if ! python3 -m pip install -q "$MATEX_TF_REQUIREMENT" 2>/tmp/matex-pip.log; then
+# the python3 on PATH, and tf_keras (Keras 2) for the test of its patches. A
+# Debian system Python refuses pip installs unless told.
+matex_pip_install() {
+  echo "setup: installing $1"
+  if ! python3 -m pip install -q "$1" 2>/tmp/matex-pip.log; then
     if grep -q externally-managed /tmp/matex-pip.log; then
-      python3 -m pip install -q --break-system-packages "$MATEX_TF_REQUIREMENT"
+      python3 -m pip install -q --break-system-packages "$1"
     else
       cat /tmp/matex-pip.log >&2
       exit 1
     fi
   fi
+}
+if ! python3 -c 'import tensorflow as tf, sys; sys.exit(not tf.__version__.startswith("2.21."))' 2>/dev/null; then
+  matex_pip_install "tensorflow-cpu==2.21.*"
+fi
+if ! python3 -c 'import tf_keras, sys; sys.exit(not tf_keras.__version__.startswith("2.21."))' 2>/dev/null; then
+  matex_pip_install "tf-keras==2.21.*"
 fi
 
 # Open MPI refuses to run as root unless told, and needs permission to put

@@ -2,7 +2,6 @@
 step, optimizer.apply_gradients): every rank starts from different values on
 purpose; after the first step all must hold rank 0's start minus the step of
 the averaged gradient, computed here by hand. Exits non-zero otherwise."""
-import os
 import sys
 
 import numpy as np

@@ -139,6 +139,13 @@ if SIZE > 1:
     after = matex.allreduce(tf.ones([4]), op="sum").numpy()
     check(np.array_equal(after, np.full(4, SIZE, np.float32)), "allreduce after a mismatch")
 
+# GPU kernels (host-staged) are registered whenever TensorFlow has CUDA (the test build forces them on).
+if tf.test.is_built_with_cuda():
+    from tensorflow.python.framework import kernels
+    for op in ("MatexAllreduce", "MatexBroadcast", "MatexAllgather"):
+        devices = {k.device_type for k in kernels.get_registered_kernels_for_op(op).kernel}
+        check(devices == {"CPU", "GPU"}, f"{op} kernels for CPU and GPU, found {sorted(devices)}")
+
 failed = np.array([len(FAILURES)], np.int64)
 total = int(matex.allreduce(tf.constant(failed), op="sum").numpy()[0])
 if RANK == 0:

@@ -1,6 +1,5 @@
 """Under MATEX_ENABLE=1, rank 1 dies with an exception while rank 0 waits for
 its tensor: the job must end at once (non-zero) instead of hanging."""
-import os
 import sys
 
 import tensorflow as tf

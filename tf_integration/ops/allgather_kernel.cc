@@ -86,6 +86,11 @@ class AllgatherKernel : public AsyncOpKernel {
 };
 
 REGISTER_KERNEL_BUILDER(Name("MatexAllgather").Device(tensorflow::DEVICE_CPU), AllgatherKernel);
+#ifdef MATEX_TF_GPU_KERNELS
+// On a GPU, TensorFlow copies the tensors to host memory and back around the CPU kernel.
+REGISTER_KERNEL_BUILDER(Name("MatexAllgather").Device(tensorflow::DEVICE_GPU).HostMemory("tensor").HostMemory("output"),
+                        AllgatherKernel);
+#endif
 
 }  // namespace
 

@@ -127,6 +127,12 @@ class AllreduceKernel : public AsyncOpKernel {
 };
 
 REGISTER_KERNEL_BUILDER(Name("MatexAllreduce").Device(tensorflow::DEVICE_CPU), AllreduceKernel);
+#ifdef MATEX_TF_GPU_KERNELS
+// On a GPU, TensorFlow copies the tensors to host memory and back around the CPU kernel.
+REGISTER_KERNEL_BUILDER(
+    Name("MatexAllreduce").Device(tensorflow::DEVICE_GPU).HostMemory("tensors").HostMemory("reduced"),
+    AllreduceKernel);
+#endif
 
 }  // namespace
 

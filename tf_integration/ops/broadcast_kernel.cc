@@ -54,6 +54,11 @@ class BroadcastKernel : public AsyncOpKernel {
 };
 
 REGISTER_KERNEL_BUILDER(Name("MatexBroadcast").Device(tensorflow::DEVICE_CPU), BroadcastKernel);
+#ifdef MATEX_TF_GPU_KERNELS
+// On a GPU, TensorFlow copies the tensors to host memory and back around the CPU kernel.
+REGISTER_KERNEL_BUILDER(Name("MatexBroadcast").Device(tensorflow::DEVICE_GPU).HostMemory("tensor").HostMemory("output"),
+                        BroadcastKernel);
+#endif
 
 }  // namespace
 

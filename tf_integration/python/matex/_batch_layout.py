@@ -9,10 +9,11 @@ it: the gradient weighting (local size), BatchNormalization's backward pass
 - Custom loops iterate a tf.data dataset from Python. Once an iterator of a
   batched dataset has fed an optimizer update (some optimizer's `iterations`
   grew between two of its elements), it hands out rank r's contiguous slice
-  of every later element, and so does every later iterator of that dataset.
-  A loop that never trains (predicting, exporting) sees whole batches: no
-  rank loses data. The layout of the element handed out last lives in three
-  variables that traced steps read.
+  of every later element. Each new iterator (each epoch) starts with a whole
+  batch again, so a loop that never trains (predicting, exporting) sees whole
+  batches, even over a dataset that trained before: no rank loses data. The
+  layout of the element handed out last lives in three variables that traced
+  steps read; an optimizer update resets them.
 """
 import contextlib
 import sys
@@ -20,6 +21,7 @@ import threading
 import weakref
 
 import tensorflow as tf
+from tensorflow.python.data.ops import iterator_ops
 
 from . import _runtime
 
@@ -34,24 +36,26 @@ class Layout:
     def __init__(self, local, total=None, offset=None):
         self.local = local
         self._total, self._offset = total, offset
+        self._gathered = {}
 
     def _gather(self):
-        from . import _collectives
-        sizes = _collectives.allgather(tf.reshape(tf.cast(self.local, tf.int32), [1]))
-        self._total = tf.reduce_sum(sizes)
-        self._offset = tf.reduce_sum(sizes[:_runtime.rank()])
+        """Global size and offset from one allgather of the local sizes, made
+        once per graph that asks (a layer inside a cond or a loop body asks from
+        its own graph, whose tensors the step's graph cannot use)."""
+        graph = None if tf.executing_eagerly() else tf.compat.v1.get_default_graph()
+        if graph not in self._gathered:
+            from . import _collectives
+            sizes = _collectives.allgather(tf.reshape(tf.cast(self.local, tf.int32), [1]))
+            self._gathered[graph] = (tf.reduce_sum(sizes), tf.reduce_sum(sizes[:_runtime.rank()]))
+        return self._gathered[graph]
 
     @property
     def total(self):
-        if self._total is None:
-            self._gather()
-        return self._total
+        return self._total if self._total is not None else self._gather()[0]
 
     @property
     def offset(self):
-        if self._offset is None:
-            self._gather()
-        return self._offset
+        return self._offset if self._offset is not None else self._gather()[1]
 
 
 @contextlib.contextmanager
@@ -140,40 +144,27 @@ def _rows(element):
     return rows.pop() if len(rows) == 1 and -1 not in rows else None
 
 
-class ShardedIterator:
-    """Wraps a dataset iterator: whole elements until an optimizer update
-    happens between two of them, then rank r's contiguous slice of each."""
+class ShardedIterator(iterator_ops.OwnedIterator):
+    """A dataset iterator (checkpointable, usable in tf.function like any) whose
+    Python-level next() hands out whole elements until an optimizer update
+    happens between two of them, then rank r's contiguous slice of each.
+    Inside a tf.function (autograph loops, an iterator passed as argument) it
+    is a plain iterator: whole batches, exact."""
 
-    def __init__(self, dataset, inner):
-        self._dataset = weakref.ref(dataset)
-        self._inner = inner
-        self._updates = None
-
-    def __iter__(self):
-        return self
-
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
-
-    def get_next(self):
-        return self.__next__()
+    def __init__(self, dataset):
+        super().__init__(dataset=dataset)
+        self._matex_updates = None
+        self._matex_trains = False
 
     def _trains(self):
-        dataset = self._dataset()
-        if dataset is not None and getattr(dataset, "_matex_trains", False):
-            return True
-        updates = _updates_so_far()
-        trains = self._updates is not None and updates > self._updates
-        self._updates = updates
-        if trains and dataset is not None:
-            try:
-                dataset._matex_trains = True
-            except AttributeError:
-                pass
-        return trains
+        if not self._matex_trains:
+            updates = _updates_so_far()
+            self._matex_trains = self._matex_updates is not None and updates > self._matex_updates
+            self._matex_updates = updates
+        return self._matex_trains
 
     def __next__(self):
-        element = next(self._inner)
+        element = super().__next__()
         rows = _rows(element) if tf.executing_eagerly() else None
         local, total, offset = _layout_variables()
         if rows is None or not self._trains():
@@ -185,15 +176,34 @@ class ShardedIterator:
         local.assign(hi - lo), total.assign(rows), offset.assign(lo)
         return _slice(element, lo, hi)
 
+    def get_next(self):
+        return self.__next__()
+
+
+def reset_after_update():
+    """After an optimizer update the batch it came from is used up: later
+    steps that do not come from a sliced iterator (NumPy batches, say) must not
+    read its layout."""
+    if _variables:
+        for variable, value in zip(_variables, (1, 1, 0)):
+            variable.assign(value)
+
 
 def _make_dataset_iter(original):
     def __iter__(self):
-        iterator = original(self)
         if (_runtime.size() == 1 or not tf.executing_eagerly() or tf.distribute.has_strategy()
-                or not _called_by_user_code() or not _is_batched(self)):
-            return iterator
-        return ShardedIterator(self, iterator)
+                or threading.current_thread() is not threading.main_thread()
+                or getattr(_keras_state(), "sharding", None) or not _called_by_user_code()
+                or not _is_batched(self)):
+            return original(self)
+        return ShardedIterator(self)
     return __iter__
+
+
+def _keras_state():
+    """fit/evaluate's flags (a generator that iterates a dataset inside fit must not slice it too)."""
+    from . import _keras_patches
+    return _keras_patches._state
 
 
 def apply_all(patch):

@@ -1,27 +1,47 @@
 """TensorFlow-facing collectives: allreduce (grouped), broadcast, allgather.
 
 Every rank must call them in the same order: a tensor is matched across ranks
-by its name, which is the `name` given here or else one drawn from a counter
-when the call is made (eagerly) or traced (in a tf.function). Calls run
-asynchronously in the engine; TensorFlow keeps working meanwhile.
+by its name, which is the `name` given here or else one drawn from a counter.
+Eager calls (and TF1 graphs) draw from one process-wide counter. A call traced
+in a tf.function draws from a counter of that trace, named after the
+function: a function that one rank retraces (its slice of the batch has a new
+shape) and another does not still names its collectives alike on both. Calls
+run asynchronously in the engine; TensorFlow keeps working meanwhile.
 """
 import itertools
+import re
 import threading
+import weakref
 
 import tensorflow as tf
+from tensorflow.python.framework import func_graph
 
 from . import _runtime
 
 _REDUCE_OPS = ("sum", "average", "min", "max", "product")
 _counter = itertools.count()
+_trace_counters = weakref.WeakKeyDictionary()  # outermost FuncGraph of a trace -> its counter
 _counter_lock = threading.Lock()
+
+
+def _outermost_trace():
+    graph = None if tf.executing_eagerly() else tf.compat.v1.get_default_graph()
+    top = None
+    while isinstance(graph, func_graph.FuncGraph):
+        top, graph = graph, graph.outer_graph
+    return top
 
 
 def _name(kind, name):
     if name:
         return name
+    trace = _outermost_trace()
     with _counter_lock:
-        return f"matex.{kind}.{next(_counter)}"
+        if trace is None:
+            return f"matex.{kind}.{next(_counter)}"
+        counter = _trace_counters.setdefault(trace, itertools.count())
+        # Digits dropped: a generated graph name (__backward_f_1234) carries ids that differ between ranks.
+        return f"matex.{kind}.{re.sub(r'[0-9]+', '', trace.name)}.{next(counter)}"
 
 
 def allreduce(tensors, op="average", prescale=1.0, postscale=1.0, name=None):

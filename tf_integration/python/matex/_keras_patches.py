@@ -15,7 +15,8 @@
   optimizer's first update (eagerly, also when the step is traced); batched
   tf.data iteration is sliced once it feeds training (_batch_layout.py).
 - BatchNormalization and Dropout see the global batch (_layer_patches.py).
-- before any broadcast, the ranks check that they hold the same variables.
+- before any broadcast, the ranks check that they hold the same variables;
+  fit and evaluate check that they were given the same arrays (_same_data.py).
 - Model.save, save_weights and export write on rank 0 only.
 """
 import contextlib
@@ -25,7 +26,7 @@ import threading
 import keras
 import tensorflow as tf
 
-from . import _batch_layout, _collectives, _layer_patches, _runtime, _verify_log
+from . import _batch_layout, _collectives, _layer_patches, _runtime, _same_data, _variable_sync, _verify_log
 
 _state = threading.local()
 
@@ -100,35 +101,17 @@ def _reduce_gradients(grads):
     return grads
 
 
-def _sync_before_first_apply(optimizer, trainable_variables):
-    """Custom loops: rank 0's values before the first update. Inside a
-    tf.function this runs once, eagerly, while the step is traced."""
-    if getattr(optimizer, "_matex_synced", False):
-        return
-    optimizer._matex_synced = True
-    variables = list(trainable_variables) if trainable_variables is not None else list(optimizer._trainable_variables)
-    with tf.init_scope():
-        values = [tf.convert_to_tensor(v) for v in variables]
-        if any(tuple(t.shape) != tuple(v.shape) for t, v in zip(values, variables)):
-            # Created inside this very trace and not initialized yet: nothing to send. The same on
-            # every rank (same model), so no rank waits for a broadcast the others skip.
-            import warnings
-            warnings.warn("matex: variables created inside the traced step cannot be broadcast before their first "
-                          "update; the ranks rely on MATEX_SEED to start alike (build the model before the loop)")
-            return
-        broadcast_variables(variables)
-
-
 def _make_apply(original):
     def apply(self, grads, trainable_variables=None):
         if _flag("reduced") or _under_strategy():
             return original(self, grads, trainable_variables)
         _batch_layout.note_optimizer(self)
         if _runtime.size() > 1:
-            _sync_before_first_apply(self, trainable_variables)
+            _variable_sync.sync_before_first_apply(self, trainable_variables)
             grads = _reduce_gradients(list(grads))
         with _setting("reduced", True):
             result = original(self, grads, trainable_variables)
+        _batch_layout.reset_after_update()
         _verify_log.after_apply(self, trainable_variables)
         return result
     return apply
@@ -141,6 +124,22 @@ def _make_train_step(original):
         with _batch_layout.in_fit(tf.shape(first)[0]):
             return original(self, data)
     return train_step
+
+
+def _make_scripts_step(original):
+    """A train_step or test_step of the script's own (the Keras guide's way to
+    customise fit): the batch layout as for Keras' step, and the logs it
+    returns for the model's metrics ({m.name: m.result()}) replaced by their
+    values from states summed over ranks, as Keras' step gets them."""
+    with_layout = _make_train_step(original)
+
+    def step(self, data):
+        logs = with_layout(self, data)
+        if not _flag("sharding") or _runtime.size() == 1 or not isinstance(logs, dict):
+            return logs
+        aggregated = self.get_metrics_result()
+        return {k: aggregated.get(k, v) for k, v in logs.items()}
+    return step
 
 
 # ---- data sharding -----------------------------------------------------------------------------------
@@ -172,34 +171,45 @@ def _make_get_data_adapter(original):
 
 # ---- metrics -----------------------------------------------------------------------------------------
 
+def _with_summed_states(variables, compute):
+    """compute() with the metric state variables holding their sums over
+    ranks, which are then restored: one grouped allreduce."""
+    local = [tf.identity(tf.convert_to_tensor(v)) for v in variables]
+    summed = _collectives.allreduce(local, op="sum")
+    for v, s in zip(variables, summed):
+        v.assign(s)
+    with _setting("aggregating", True):
+        result = tf.nest.map_structure(tf.identity, compute())
+    for v, l in zip(variables, local):
+        v.assign(l)
+    return result
+
+
 def _make_get_metrics_result(original):
     def get_metrics_result(self):
-        if not _flag("sharding") or _runtime.size() == 1:
+        if not _flag("sharding") or _flag("aggregating") or _runtime.size() == 1:
             return original(self)
         variables = [v for m in self.metrics for v in m.variables]
         if not variables:
             return original(self)
-        local = [tf.identity(tf.convert_to_tensor(v)) for v in variables]
-        summed = _collectives.allreduce(local, op="sum")
-        for v, s in zip(variables, summed):
-            v.assign(s)
-        result = original(self)
-        result = {k: tf.identity(t) for k, t in result.items()}
-        for v, l in zip(variables, local):
-            v.assign(l)
-        return result
+        return _with_summed_states(variables, lambda: original(self))
     return get_metrics_result
 
 
 # ---- fit, evaluate: sharding scope, rank-0 output, broadcast, no XLA -----------------------------------
 
-_RANK0_ONLY_CALLBACKS = (keras.callbacks.ModelCheckpoint, keras.callbacks.CSVLogger, keras.callbacks.TensorBoard)
+# By class name, so that Keras 3's and tf_keras's (and subclasses of either) match.
+_RANK0_ONLY_CALLBACKS = ("ModelCheckpoint", "CSVLogger", "TensorBoard")
+
+
+def _rank0_only(callback):
+    return any(c.__name__ in _RANK0_ONLY_CALLBACKS for c in type(callback).__mro__)
 
 
 def _for_this_rank(callbacks):
     if not isinstance(callbacks, (list, tuple)) or _runtime.rank() == 0:
         return callbacks  # None, or a CallbackList fit hands to its own evaluate
-    return [c for c in callbacks if not isinstance(c, _RANK0_ONLY_CALLBACKS)]
+    return [c for c in callbacks if not _rank0_only(c)]
 
 
 def _model_has_strategy(model):
@@ -229,6 +239,7 @@ def _make_fit(original):
         if _model_has_strategy(self):
             return original(self, *args, **kwargs)
         kwargs = _for_this_rank_keywords(original, self, args, kwargs)
+        _same_data.check_same_arrays(kwargs, "fit")
         kwargs["callbacks"] = _verify_log.with_loss_logger(kwargs["callbacks"])
         with _setting("sharding", True):
             return original(self, **kwargs)
@@ -240,52 +251,12 @@ def _make_evaluate(original):
         if _model_has_strategy(self):
             return original(self, *args, **kwargs)
         kwargs = _for_this_rank_keywords(original, self, args, kwargs)
+        _same_data.check_same_arrays(kwargs, "evaluate")
         with _setting("sharding", True):
             result = original(self, **kwargs)
         _verify_log.record_evaluate(result)
         return result
     return evaluate
-
-
-def _signature(variable):
-    import zlib
-    shape = tuple(variable.shape)
-    return zlib.crc32(f"{shape}:{tf.as_dtype(variable.dtype).name}".encode()) & 0x7FFFFFFF, shape
-
-
-def check_same_variables(variables):
-    """Raises on every rank, naming a variable, when the ranks hold different
-    lists of variable shapes and dtypes (the script built different models):
-    a clear error instead of collectives that never match."""
-    signatures = [_signature(v) for v in variables]
-    counts = _collectives.allgather(tf.constant([len(signatures)], tf.int32)).numpy().tolist()
-    everyone = _collectives.allgather(tf.constant([s for s, _ in signatures], tf.int32, shape=[len(signatures)]))
-    everyone, start = everyone.numpy().tolist(), 0
-    lists = []
-    for count in counts:
-        lists.append(everyone[start:start + count])
-        start += count
-    reference = lists[0]
-    for rank, mine in enumerate(lists):
-        if mine == reference:
-            continue
-        index = next((i for i, (a, b) in enumerate(zip(mine, reference)) if a != b), min(len(mine), len(reference)))
-        here = (f"variable #{index} here is '{getattr(variables[index], 'path', variables[index].name)}' "
-                f"{signatures[index][1]} {tf.as_dtype(variables[index].dtype).name}"
-                if index < len(variables) else f"this rank has only {len(variables)} variables")
-        raise ValueError(f"matex: the ranks built different models: rank {rank} has {len(mine)} variables, rank 0 "
-                         f"{len(reference)}, and they first differ at variable #{index} (shape or dtype); on rank "
-                         f"{_runtime.rank()} {here}. Every rank must run the same script on the same model.")
-
-
-def broadcast_variables(variables, root_rank=0):
-    """Overwrites every variable with root_rank's value (eagerly), after
-    checking that every rank holds the same list of variables."""
-    if _runtime.size() == 1:
-        return
-    check_same_variables(variables)
-    for v in variables:
-        v.assign(_collectives.broadcast(tf.convert_to_tensor(v), root_rank=root_rank))
 
 
 def _make_maybe_symbolic_build(original):
@@ -309,13 +280,30 @@ def _make_make_train_function(original):
         if not getattr(self, "_matex_synced", False) and self.built and not _model_has_strategy(self):
             # A model built before fit (an Input layer, or a call) is synced here; one that
             # builds lazily in its first step is synced by the optimizer's first update.
-            broadcast_variables(self.variables)
+            _variable_sync.broadcast_variables(self.variables)
             if self.optimizer is not None and self.optimizer.built:
-                broadcast_variables(self.optimizer.variables)
+                _variable_sync.broadcast_variables(self.optimizer.variables)
                 self.optimizer._matex_synced = True
             self._matex_synced = True
+        _wrap_scripts_steps(self)
         return original(self, force)
     return make_train_function
+
+
+def _make_make_test_function(original):
+    def make_test_function(self, force=False):
+        _wrap_scripts_steps(self)
+        return original(self, force)
+    return make_test_function
+
+
+def _wrap_scripts_steps(model):
+    """The script's own train_step / test_step, if its model class has them."""
+    from keras.src.backend.tensorflow import trainer as tf_trainer
+    for step in ("train_step", "test_step"):
+        mine = getattr(type(model), step)
+        if not getattr(mine, "_matex_patched", False) and mine is not getattr(tf_trainer.TensorFlowTrainer, step):
+            _patch(type(model), step, _make_scripts_step)
 
 
 def _make_compile(original):
@@ -345,6 +333,7 @@ def apply_all():
     _patch(tf_trainer.TensorFlowTrainer, "fit", _make_fit)
     _patch(tf_trainer.TensorFlowTrainer, "evaluate", _make_evaluate)
     _patch(tf_trainer.TensorFlowTrainer, "make_train_function", _make_make_train_function)
+    _patch(tf_trainer.TensorFlowTrainer, "make_test_function", _make_make_test_function)
     _patch(tf_trainer.TensorFlowTrainer, "_maybe_symbolic_build", _make_maybe_symbolic_build)
     _patch(data_adapters, "get_data_adapter", _make_get_data_adapter)
     _patch(base_trainer.Trainer, "get_metrics_result", _make_get_metrics_result)
@@ -352,6 +341,8 @@ def apply_all():
     for writer in ("save", "save_weights", "export"):
         _patch(keras.Model, writer, _make_save)
     _batch_layout.apply_all(_patch)
+    from . import _tf_keras_patches
+    _tf_keras_patches.apply_when_imported(_patch)
     _layer_patches.apply_all(_patch)
     from . import _tf1_patches
     _tf1_patches.apply_all(_patch)

@@ -77,8 +77,10 @@ def _relative(a, b, floor=0.0):
 
 
 def _norms_difference(a, b):
+    """The largest relative difference, and how many norms were under the floor."""
     floor = _NOISE_FLOOR * max((abs(v) for v in a + b), default=0.0)
-    return max((_relative(x, y, floor) for x, y in zip(a, b)), default=0.0)
+    floored = sum(1 for x, y in zip(a, b) if max(abs(x), abs(y)) < floor)
+    return max((_relative(x, y, floor) for x, y in zip(a, b)), default=0.0), floored
 
 
 def _compare(one, many, ranks, rtol):
@@ -93,13 +95,15 @@ def _compare(one, many, ranks, rtol):
     if len(steps_one) != len(steps_many):
         problems.append(f"{len(steps_one)} optimizer steps on 1 rank, {len(steps_many)} on {ranks}")
     print(f"{'step':>6} {'loss (1 rank)':>16} {f'loss ({ranks} ranks)':>16} {'max rel. diff':>14}")
-    worst = 0.0
+    worst, floored, compared = 0.0, 0, 0
     loss_keys = sorted(losses_one)
     for index, (a, b) in enumerate(zip(steps_one, steps_many)):
         if len(a["norms"]) != len(b["norms"]):
             problems.append(f"step {index + 1}: {len(a['norms'])} variables on 1 rank, {len(b['norms'])} on {ranks}")
             continue
-        diff = _norms_difference(a["norms"], b["norms"])
+        diff, floored_here = _norms_difference(a["norms"], b["norms"])
+        floored += floored_here
+        compared += len(a["norms"])
         key = loss_keys[index] if index < len(loss_keys) else None
         la, lb = losses_one.get(key), losses_many.get(key)
         if la is not None and lb is not None:
@@ -117,6 +121,9 @@ def _compare(one, many, ranks, rtol):
         print(f"{'eval ' + str(index + 1):>6} {str(a):>16} {str(b):>16} {diff:14.3e}")
     print(f"# largest relative difference: {worst:.3e} (rtol {rtol:g}) over {len(steps_one)} steps"
           f" and {len(evaluations_one)} evaluate calls")
+    if floored:
+        print(f"# {floored} of {compared} variable norms were below {_NOISE_FLOOR:g} of their step's largest and "
+              f"were measured against that floor")
     if worst > rtol:
         problems.append(f"largest relative difference {worst:.3e} exceeds --rtol {rtol:g}")
     return problems
