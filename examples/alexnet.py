@@ -11,6 +11,10 @@ patterns = rng.normal(size=(10,) + (64, 64, 3)).astype("float32")
 y = rng.integers(0, 10, size=(320,))
 x = patterns[y] + rng.normal(size=(320,) + (64, 64, 3)).astype("float32")
 
+# float64: a step-by-step comparison of float32 runs of this deep ReLU network drowns in rounding
+# (a unit's sign flips under a 1e-7 perturbation and small biases then differ by 1e-4 to 1e-3, as
+# they do between two one-process runs that sum in a different order); see docs/tensorflow.md.
+keras.config.set_floatx("float64")
 keras.utils.set_random_seed(1)
 model = keras.Sequential([
     keras.Input(shape=(64, 64, 3)),
