@@ -81,6 +81,27 @@ def allgather(tensor, name=None):
     return _runtime.ops().matex_allgather(tf.convert_to_tensor(tensor), tensor_name=_name("allgather", name))
 
 
+def first_difference_from_rank0(values, dtype):
+    """Eagerly gathers every rank's list of values (lengths may differ) and
+    returns (rank, index, its length, rank 0's length) for the first rank
+    whose list differs from rank 0's, index being the first position where it
+    does (the shorter length when one list is a prefix of the other), or None
+    when all agree. Two small allgathers."""
+    counts = allgather(tf.constant([len(values)], tf.int32)).numpy().tolist()
+    everyone = allgather(tf.constant(values, dtype, shape=[len(values)])).numpy().tolist()
+    lists, start = [], 0
+    for count in counts:
+        lists.append(everyone[start:start + count])
+        start += count
+    reference = lists[0]
+    for rank, theirs in enumerate(lists[1:], start=1):
+        if theirs != reference:
+            index = next((i for i, (a, b) in enumerate(zip(theirs, reference)) if a != b),
+                         min(len(theirs), len(reference)))
+            return rank, index, len(theirs), len(reference)
+    return None
+
+
 @tf.RegisterGradient("MatexAllreduce")
 def _allreduce_gradient(op, *grads):
     # Every rank's output depends on every rank's input with the same weights,

@@ -178,8 +178,7 @@ def _with_summed_states(variables, compute):
     summed = _collectives.allreduce(local, op="sum")
     for v, s in zip(variables, summed):
         v.assign(s)
-    with _setting("aggregating", True):
-        result = tf.nest.map_structure(tf.identity, compute())
+    result = tf.nest.map_structure(tf.identity, compute())
     for v, l in zip(variables, local):
         v.assign(l)
     return result
@@ -187,7 +186,7 @@ def _with_summed_states(variables, compute):
 
 def _make_get_metrics_result(original):
     def get_metrics_result(self):
-        if not _flag("sharding") or _flag("aggregating") or _runtime.size() == 1:
+        if not _flag("sharding") or _runtime.size() == 1:
             return original(self)
         variables = [v for m in self.metrics for v in m.variables]
         if not variables:

@@ -49,16 +49,9 @@ def check_same_arrays(arguments, call):
             part = _digest(array)
             digests += part
             owners += [name] * len(part)
-    counts = _collectives.allgather(tf.constant([len(digests)], tf.int32)).numpy().tolist()
-    everyone = _collectives.allgather(tf.constant(digests, tf.float64, shape=[len(digests)])).numpy()
-    starts = np.cumsum([0] + counts)
-    reference = everyone[starts[0]:starts[1]]
-    for rank in range(1, len(counts)):
-        theirs = everyone[starts[rank]:starts[rank + 1]]
-        if theirs.size == reference.size and np.array_equal(theirs, reference):
-            continue
-        index = next((i for i in range(min(theirs.size, reference.size)) if theirs[i] != reference[i]),
-                     min(theirs.size, reference.size))
+    difference = _collectives.first_difference_from_rank0(digests, tf.float64)
+    if difference is not None:
+        rank, index, _, _ = difference
         what = f"'{owners[index]}'" if index < len(owners) else "its arguments"
         raise ValueError(f"matex: the ranks passed {call} different data: rank {rank}'s {what} differs from rank "
                          f"0's. Every rank must load the same data (matex gives each rank its slice of every "

@@ -19,23 +19,14 @@ def check_same_variables(variables):
     lists of variable shapes and dtypes (the script built different models):
     a clear error instead of collectives that never match."""
     signatures = [_signature(v) for v in variables]
-    counts = _collectives.allgather(tf.constant([len(signatures)], tf.int32)).numpy().tolist()
-    everyone = _collectives.allgather(tf.constant([s for s, _ in signatures], tf.int32, shape=[len(signatures)]))
-    everyone, start = everyone.numpy().tolist(), 0
-    lists = []
-    for count in counts:
-        lists.append(everyone[start:start + count])
-        start += count
-    reference = lists[0]
-    for rank, mine in enumerate(lists):
-        if mine == reference:
-            continue
-        index = next((i for i, (a, b) in enumerate(zip(mine, reference)) if a != b), min(len(mine), len(reference)))
+    difference = _collectives.first_difference_from_rank0([s for s, _ in signatures], tf.int32)
+    if difference is not None:
+        rank, index, theirs, rank0s = difference
         here = (f"variable #{index} here is '{getattr(variables[index], 'path', variables[index].name)}' "
                 f"{signatures[index][1]} {tf.as_dtype(variables[index].dtype).name}"
                 if index < len(variables) else f"this rank has only {len(variables)} variables")
-        raise ValueError(f"matex: the ranks built different models: rank {rank} has {len(mine)} variables, rank 0 "
-                         f"{len(reference)}, and they first differ at variable #{index} (shape or dtype); on rank "
+        raise ValueError(f"matex: the ranks built different models: rank {rank} has {theirs} variables, rank 0 "
+                         f"{rank0s}, and they first differ at variable #{index} (shape or dtype); on rank "
                          f"{_runtime.rank()} {here}. Every rank must run the same script on the same model.")
 
 
