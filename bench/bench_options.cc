@@ -10,6 +10,12 @@
 namespace matexbench {
 namespace {
 
+#ifdef MATEX_BENCH_CUDA
+constexpr bool kBuiltWithCuda = true;
+#else
+constexpr bool kBuiltWithCuda = false;
+#endif
+
 // Vectors, not maps: "all" runs in this (enum) order.
 const std::vector<std::pair<std::string, matex_dtype_t>> kDtypes = {
     {"int8", MATEX_INT8},       {"uint8", MATEX_UINT8},       {"int32", MATEX_INT32},
@@ -29,7 +35,7 @@ const std::map<std::string, std::string> kLongToShort = {
     {"--warmup_iters", "-w"}, {"--check", "-c"},     {"--datatype", "-d"},   {"--op", "-o"},
     {"--root", "-r"},     {"--output_file", "-J"},   {"--help", "-h"}};
 const char* const kValueFlags[] = {"-b", "-e", "-f", "-n", "-w", "-c", "-d", "-o", "-r", "-J",
-                                   "--coll", "--algo", "--compare", "--workload"};
+                                   "--coll", "--algo", "--compare", "--workload", "--mem"};
 
 bool takes_value(const std::string& flag) {
   for (const char* name : kValueFlags) {
@@ -110,6 +116,10 @@ std::string apply(const std::string& flag, const std::string& value, Options* o)
   } else if (flag == "--workload") {
     if (value != "resnet50" && value != "small") return bad(flag, value, "expected resnet50 or small");
     o->workload = value;
+  } else if (flag == "--mem") {
+    if (value != "host" && value != "cuda") return bad(flag, value, "expected host or cuda");
+    if (value == "cuda" && !kBuiltWithCuda) return "--mem cuda: this build has no CUDA";
+    o->memory = value == "cuda" ? BufferMemory::kCuda : BufferMemory::kHost;
   } else if (flag == "--compare") {
     if (value != "mpi") return bad(flag, value, "expected mpi");
     o->compare_mpi = true;
@@ -172,6 +182,8 @@ std::string parse_options(int argc, char** argv, Options* options) {
     }
   }
   if (o.min_bytes > o.max_bytes) return "-b/-e: the minimum size exceeds the maximum size";
+  if (o.memory == BufferMemory::kCuda && !o.workload.empty())
+    return "--mem cuda: not available with --workload (the workload's tensors are host memory)";
   if (!o.dtype_all && !o.op_all && collective_reduces(o.coll) && o.ops[0] == MATEX_AVG) {
     matex_dtype_t d = o.dtypes[0];
     if (d != MATEX_FLOAT16 && d != MATEX_BFLOAT16 && d != MATEX_FLOAT32 && d != MATEX_FLOAT64)
@@ -207,6 +219,14 @@ std::string usage_text() {
          "  --coll allreduce|broadcast|allgather|reduce_scatter   default allreduce\n"
          "  --algo NAME|auto   force an algorithm (names: docs/algorithms.md)\n"
          "  --compare mpi      also time the plain MPI collective, interleaved\n"
+         "  --mem host|cuda    where the send/recv buffers live, default host. cuda: cudaMalloc'd\n"
+         "                     buffers on GPU (local rank % GPUs); inputs are written and results\n"
+         "                     checked on the host, copied outside the timed region; every timed\n"
+         "                     call ends with a stream synchronize. --compare mpi passes the device\n"
+         "                     buffers to a CUDA-aware MPI, otherwise times D2H + MPI + H2D through\n"
+         "                     pageable host memory (as Horovod does). Without a GPU: prints\n"
+         "                     'SKIPPED: no GPU (...)' on every rank and exits with status 2\n" +
+         std::string(kBuiltWithCuda ? "" : "                     (unavailable: this build has no CUDA)\n") +
          "  --scale-iterations below 1 MiB, time n x min(100, 1 MiB / size) calls instead of n\n"
          "                     (as OSU's benchmarks do), so that one preempted call does not\n"
          "                     dominate a mean of microseconds\n"

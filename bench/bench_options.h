@@ -1,6 +1,6 @@
 // bench_options.h - the command line of matex-bench (nccl-tests conventions:
 // -b/-e/-f sizes, -n/-w iterations, -c check, -d dtype, -o op, -r root) plus
-// --coll, --algo, --compare mpi, --print-config and -J FILE.
+// --coll, --algo, --compare mpi, --mem host|cuda, --print-config and -J FILE.
 //
 // Parsing is a pure function of argv, so every rank reaches the same verdict
 // and a bad flag ends every rank the same way (exit 2, no hang).
@@ -13,6 +13,9 @@
 #include "matexcomm/matexcomm.h"
 
 namespace matexbench {
+
+// Where the buffers that the collectives run on live (--mem).
+enum class BufferMemory { kHost, kCuda };
 
 struct Options {
   size_t min_bytes = 32u << 20;
@@ -31,6 +34,7 @@ struct Options {
   bool algorithm_given = false;
   bool compare_mpi = false;
   bool scale_iterations = false;
+  BufferMemory memory = BufferMemory::kHost;  // --mem cuda: cudaMalloc'd send/recv buffers
   std::string workload;           // --workload: "" (collectives), "resnet50" or "small"  // --scale-iterations: more calls below 1 MiB (see usage_text)
   bool print_config = false;
   bool help = false;

@@ -44,7 +44,8 @@ std::vector<std::string> config_lines() {
   }
 }
 
-std::vector<std::string> preamble_lines(const Options& options, const Layout& layout, double memcpy_gbps) {
+std::vector<std::string> preamble_lines(const Options& options, const Layout& layout, double memcpy_gbps,
+                                        const std::vector<std::string>& memory_lines) {
   std::vector<std::string> lines;
   lines.push_back(std::string("# matex-bench: matexcomm ") + matex_version_string() + ", " + collective_name(options.coll) +
                   ", algorithm " + options.algorithm);
@@ -62,6 +63,7 @@ std::vector<std::string> preamble_lines(const Options& options, const Layout& la
   lines.push_back("# iterations: " + std::to_string(options.iterations) + " timed, " +
                   std::to_string(options.warmup_iterations) + " warm-up" +
                   (options.scale_iterations ? "; below 1 MiB n x min(100, 1 MiB / size) timed" : ""));
+  lines.insert(lines.end(), memory_lines.begin(), memory_lines.end());
   lines.push_back("# configuration:");
   for (const std::string& line : config_lines()) lines.push_back("#   " + line);
   char memcpy_line[96];

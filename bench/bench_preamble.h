@@ -1,6 +1,7 @@
 // bench_preamble.h - the '#' lines matex-bench prints before its table:
 // versions, the command line, the rank -> node layout, the effective MATEX_*
-// configuration and the memcpy yardstick.
+// configuration, the memcpy yardstick and, with --mem cuda, the GPU, stream
+// and MPI baseline.
 #pragma once
 
 #include <string>
@@ -28,6 +29,8 @@ std::string mpi_library_version();
 // line with the error for a bad MATEX_* variable.
 std::vector<std::string> config_lines();
 
-std::vector<std::string> preamble_lines(const Options& options, const Layout& layout, double memcpy_gbps);
+// `memory_lines` (with their "# "): the device buffers' description, after the iterations.
+std::vector<std::string> preamble_lines(const Options& options, const Layout& layout, double memcpy_gbps,
+                                        const std::vector<std::string>& memory_lines = {});
 
 }  // namespace matexbench

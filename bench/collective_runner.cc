@@ -14,6 +14,28 @@ namespace {
 
 constexpr int kPoison = 0xA5;  // never a valid result: every expected value is small
 
+// The bytes of a call's buffers, from their start: what it reads from send,
+// what it reads or writes in recv, and its output in recv.
+struct CallExtent {
+  size_t send_bytes = 0;
+  size_t recv_bytes = 0;
+  size_t output_bytes = 0;
+};
+
+CallExtent extent_of(const CaseSpec& spec, int world_size) {
+  const size_t n = spec.count * matex_dtype_size(spec.dtype);
+  const size_t np = n * static_cast<size_t>(world_size);
+  CallExtent e;
+  switch (spec.coll) {
+    case MATEX_COLL_ALLREDUCE: e = {n, n, n}; break;
+    case MATEX_COLL_REDUCE_SCATTER: e = {np, spec.in_place ? np : n, n}; break;
+    case MATEX_COLL_BROADCAST: e = {0, n, n}; break;
+    case MATEX_COLL_ALLGATHER: e = {n, np, np}; break;
+  }
+  if (spec.in_place) e.send_bytes = 0;
+  return e;
+}
+
 }  // namespace
 
 size_t call_count_for(matex_collective_t coll, size_t bytes, size_t element_bytes, int world_size) {
@@ -37,10 +59,15 @@ double bus_factor(matex_collective_t coll, int world_size) {
 
 CollectiveRunner::CollectiveRunner(matex::Communicator& comm, const MpiBaseline* mpi, AlignedBuffer& send,
                                    AlignedBuffer& recv, int iterations, int warmup_iterations, bool check,
-                                   bool scale_iterations)
+                                   bool scale_iterations, DeviceBuffers* device)
     : comm_(comm), mpi_(mpi), send_(send), recv_(recv), iterations_(iterations),
       warmup_iterations_(warmup_iterations), scale_iterations_(scale_iterations), check_(check),
-      rank_(comm.rank()), world_size_(comm.size()) {}
+      rank_(comm.rank()), world_size_(comm.size()), device_(device) {
+  if (device_ != nullptr && mpi_ != nullptr && !device_->mpi_takes_device_buffers()) {
+    mpi_staging_send_ = std::make_unique<AlignedBuffer>(send_.size());
+    mpi_staging_recv_ = std::make_unique<AlignedBuffer>(recv_.size());
+  }
+}
 
 int CollectiveRunner::timed_iterations(size_t bytes) const {
   constexpr size_t kFullSize = 1u << 20;
@@ -65,9 +92,14 @@ Measurement CollectiveRunner::run(const CaseSpec& spec, const ReferencePatterns&
       if (!ours && mpi_ == nullptr) continue;
       const uint64_t seq = next_seq_++;
       prepare(spec, patterns, seq, last);
+      if (device_ != nullptr) upload(spec, last);
       const double seconds = timed_call(spec, ours);
       if (timed) (ours ? ours_seconds : mpi_seconds) += seconds;
-      if (last && check_) wrong[ours ? 0 : 1] = count_wrong(spec, patterns, seq);
+      if (last && check_) {
+        if (device_ != nullptr)
+          device_->to_host(recv_.data(), device_->recv(), extent_of(spec, world_size_).output_bytes);
+        wrong[ours ? 0 : 1] = count_wrong(spec, patterns, seq);
+      }
     }
   }
   const char* algorithm = "";
@@ -119,13 +151,23 @@ void CollectiveRunner::prepare(const CaseSpec& spec, const ReferencePatterns& pa
   }
 }
 
+// Copies what prepare() wrote to the device buffers: the inputs, and recv
+// where it holds inputs or poison.
+void CollectiveRunner::upload(const CaseSpec& spec, bool poison) {
+  const CallExtent e = extent_of(spec, world_size_);
+  device_->to_device(device_->send(), send_.data(), e.send_bytes);
+  if (poison || spec.in_place || spec.coll == MATEX_COLL_BROADCAST)
+    device_->to_device(device_->recv(), recv_.data(), e.recv_bytes);
+}
+
 double CollectiveRunner::timed_call(const CaseSpec& spec, bool ours) {
-  const void* send = spec.in_place ? nullptr : send_.data();
-  void* recv = recv_.data();
+  const void* send = spec.in_place ? nullptr : device_ != nullptr ? device_->send() : send_.data();
+  void* recv = device_ != nullptr ? device_->recv() : recv_.data();
   MPI_Barrier(MPI_COMM_WORLD);
   const double start = MPI_Wtime();
   if (!ours) {
-    mpi_->run(spec.coll, send, recv, spec.count, spec.dtype, spec.op, spec.root);
+    if (device_ != nullptr) device_mpi_call(spec);
+    else mpi_->run(spec.coll, send, recv, spec.count, spec.dtype, spec.op, spec.root);
     return MPI_Wtime() - start;
   }
   const void* matex_send = send != nullptr ? send : MATEX_IN_PLACE;
@@ -135,7 +177,38 @@ double CollectiveRunner::timed_call(const CaseSpec& spec, bool ours) {
     case MATEX_COLL_ALLGATHER: comm_.allgather(matex_send, recv, spec.count, spec.dtype); break;
     case MATEX_COLL_REDUCE_SCATTER: comm_.reduce_scatter(matex_send, recv, spec.count, spec.dtype, spec.op); break;
   }
+  if (device_ != nullptr) device_->synchronize();  // the results are complete when the time is taken
   return MPI_Wtime() - start;
+}
+
+// The MPI baseline on device buffers, inside the timed region: a CUDA-aware
+// MPI works on them; otherwise, as Horovod does, the inputs go to pageable
+// host buffers, MPI works there, and the outputs go back.
+void CollectiveRunner::device_mpi_call(const CaseSpec& spec) {
+  const bool avg = spec.op == MATEX_AVG;
+  if (device_->mpi_takes_device_buffers()) {
+    const void* send = spec.in_place ? nullptr : device_->send();
+    // MpiBaseline divides avg on the host: sum here, then scale on the device.
+    mpi_->run(spec.coll, send, device_->recv(), spec.count, spec.dtype, avg ? MATEX_SUM : spec.op, spec.root);
+    if (avg) device_->scale(spec.dtype, device_->recv(), spec.count, 1.0 / world_size_);
+    device_->synchronize();
+    return;
+  }
+  const CallExtent e = extent_of(spec, world_size_);
+  const size_t es = matex_dtype_size(spec.dtype);
+  const bool broadcast_root = spec.coll == MATEX_COLL_BROADCAST && rank_ == spec.root;
+  unsigned char* host_send = mpi_staging_send_->bytes();
+  unsigned char* host_recv = mpi_staging_recv_->bytes();
+  if (!spec.in_place) {
+    device_->to_host(host_send, device_->send(), e.send_bytes);
+  } else if (spec.coll == MATEX_COLL_ALLGATHER) {  // the input is this rank's block
+    const size_t offset = static_cast<size_t>(rank_) * spec.count * es;
+    device_->to_host(host_recv + offset, device_->recv() + offset, spec.count * es);
+  } else if (spec.coll != MATEX_COLL_BROADCAST || broadcast_root) {
+    device_->to_host(host_recv, device_->recv(), e.recv_bytes);
+  }
+  mpi_->run(spec.coll, spec.in_place ? nullptr : host_send, host_recv, spec.count, spec.dtype, spec.op, spec.root);
+  if (!broadcast_root) device_->to_device(device_->recv(), host_recv, e.output_bytes);
 }
 
 uint64_t CollectiveRunner::count_wrong(const CaseSpec& spec, const ReferencePatterns& patterns, uint64_t seq) const {

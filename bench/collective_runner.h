@@ -6,13 +6,20 @@
 // outside the timed region, then all ranks meet in a barrier and the call
 // alone is timed. With --compare mpi ours and MPI alternate call by call.
 // Time = mean per call on each rank, then the maximum over ranks.
+//
+// With device buffers (--mem cuda) the host buffers still receive the inputs
+// and poison; they are copied to the device before the barrier, every timed
+// call ends with a stream synchronize, and the checked call's output is
+// copied back before it is checked.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "aligned_buffer.h"
+#include "device_buffers.h"
 #include "matexcomm/matexcomm.hpp"
 #include "mpi_baseline.h"
 #include "reference_patterns.h"
@@ -47,9 +54,11 @@ double bus_factor(matex_collective_t coll, int world_size);
 
 class CollectiveRunner {
  public:
-  // Buffers must hold the largest row's bytes; `mpi` may be null.
+  // Buffers must hold the largest row's bytes; `mpi` may be null. With
+  // `device` (same size), the collectives run on its buffers.
   CollectiveRunner(matex::Communicator& comm, const MpiBaseline* mpi, AlignedBuffer& send, AlignedBuffer& recv,
-                   int iterations, int warmup_iterations, bool check, bool scale_iterations = false);
+                   int iterations, int warmup_iterations, bool check, bool scale_iterations = false,
+                   DeviceBuffers* device = nullptr);
   // Timed calls for a per-rank buffer of `bytes`: iterations, or with
   // scale_iterations up to 100 times more below 1 MiB.
   int timed_iterations(size_t bytes) const;
@@ -58,7 +67,9 @@ class CollectiveRunner {
 
  private:
   void prepare(const CaseSpec& spec, const ReferencePatterns& patterns, uint64_t seq, bool poison);
+  void upload(const CaseSpec& spec, bool poison);
   double timed_call(const CaseSpec& spec, bool ours);
+  void device_mpi_call(const CaseSpec& spec);
   uint64_t count_wrong(const CaseSpec& spec, const ReferencePatterns& patterns, uint64_t seq) const;
 
   matex::Communicator& comm_;
@@ -72,6 +83,11 @@ class CollectiveRunner {
   int rank_;
   int world_size_;
   uint64_t next_seq_ = 0;  // call number: inputs differ from call to call
+  DeviceBuffers* device_;  // null: host buffers
+  // Pageable host buffers of the MPI baseline on device buffers when MPI is
+  // not CUDA-aware.
+  std::unique_ptr<AlignedBuffer> mpi_staging_send_;
+  std::unique_ptr<AlignedBuffer> mpi_staging_recv_;
 };
 
 }  // namespace matexbench

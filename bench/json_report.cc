@@ -77,7 +77,14 @@ std::string write_json_report(const std::string& path, const RunContext& context
       << ",\n  \"world_size\": " << context.layout->world_size << ",\n  \"node_count\": " << context.layout->node_count()
       << ",\n  \"layout\": " << quoted(context.layout->sizes()) << ",\n  \"coll\": " << quoted(collective_name(options.coll))
       << ",\n  \"algo_requested\": " << quoted(options.algorithm) << ",\n  \"compare\": "
-      << (options.compare_mpi ? "\"mpi\"" : "null") << ",\n  \"results\": [";
+      << (options.compare_mpi ? "\"mpi\"" : "null");
+  if (context.device != nullptr) {  // --mem cuda only: host runs keep their document as it was
+    out << ",\n  \"memory\": \"cuda\"";
+    if (options.compare_mpi)
+      out << ",\n  \"mpi_buffers\": "
+          << (context.device->mpi_takes_device_buffers() ? "\"device\"" : "\"staged_pageable_host\"");
+  }
+  out << ",\n  \"results\": [";
   bool first = true;
   for (const ResultRow& row : rows) {
     for (int placement = 0; placement < 2; ++placement) {

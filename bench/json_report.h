@@ -7,6 +7,7 @@
 
 #include "bench_options.h"
 #include "bench_preamble.h"
+#include "device_buffers.h"
 #include "result_row.h"
 #include "workload_runner.h"
 
@@ -16,6 +17,7 @@ struct RunContext {
   const Options* options = nullptr;
   const Layout* layout = nullptr;
   double memcpy_gbps = 0.0;
+  const DeviceBuffers* device = nullptr;  // --mem cuda
 };
 
 // Writes the JSON document; returns "" or an error naming the file.

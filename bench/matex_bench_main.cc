@@ -2,13 +2,16 @@
 // libmatexcomm's collectives, optionally side by side with plain MPI.
 //
 //   mpirun -np 4 matex-bench -b 8 -e 256M -f 2 -d float32 -o sum --compare mpi -J out.json
+//   mpirun -np 2 matex-bench --mem cuda -b 8 -e 256M --compare mpi   (device buffers, one GPU per rank)
 //
 // Exit status: 0 all values right, 1 some value wrong, 2 bad flag (or -J file not
-// writable), 3 a call failed.
+// writable, or --mem cuda without a GPU: "SKIPPED: no GPU (...)" on every rank),
+// 3 a call failed.
 #include <mpi.h>
 
 #include <climits>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +19,7 @@
 #include "bench_options.h"
 #include "bench_preamble.h"
 #include "collective_runner.h"
+#include "device_buffers.h"
 #include "element_codec.h"
 #include "json_report.h"
 #include "memcpy_bandwidth.h"
@@ -103,6 +107,17 @@ int run_workload_mode(const Options& options, matex::Communicator& comm, int ran
 }
 
 int run_benchmark(const Options& options, int rank) {
+  if (options.memory == BufferMemory::kCuda) {
+    // Before the communicator, which may set up the GPU path. Every rank
+    // checks and reports; all ranks agree, so all end here together.
+    const std::string failure = select_rank_device();
+    if (!failure.empty()) {
+      std::FILE* stream = failure.rfind("SKIPPED", 0) == 0 ? stdout : stderr;
+      std::fprintf(stream, "%s\n", failure.c_str());
+      std::fflush(stream);
+      return 2;
+    }
+  }
   matex::Communicator comm;
   const int world_size = comm.size();
   std::string error = validate_for_world(options, world_size);
@@ -115,17 +130,23 @@ int run_benchmark(const Options& options, int rank) {
     return 2;
   }
   const Layout layout = gather_layout(comm);
+  const std::vector<size_t> sizes = size_steps(options);
+  std::unique_ptr<DeviceBuffers> device;
+  std::vector<std::string> memory_lines;
+  if (options.memory == BufferMemory::kCuda) {
+    device = open_device_buffers(comm.handle(), sizes.back());
+    memory_lines = device->describe(options.compare_mpi);
+  }
   const double memcpy_gbps = measure_memcpy_gbps_on_rank0();
-  if (rank == 0) print(preamble_lines(options, layout, memcpy_gbps));
+  if (rank == 0) print(preamble_lines(options, layout, memcpy_gbps, memory_lines));
   if (!options.workload.empty()) return run_workload_mode(options, comm, rank, RunContext{&options, &layout, memcpy_gbps});
 
-  const std::vector<size_t> sizes = size_steps(options);
   AlignedBuffer send(sizes.back());
   AlignedBuffer recv(sizes.back());
   std::optional<MpiBaseline> mpi;
   if (options.compare_mpi) mpi.emplace();
   CollectiveRunner runner(comm, mpi ? &*mpi : nullptr, send, recv, options.iterations, options.warmup_iterations,
-                          options.check, options.scale_iterations);
+                          options.check, options.scale_iterations, device.get());
   ResultTable table(options.coll, world_size, options.compare_mpi, options.check);
   if (rank == 0) print(table.header());
 
@@ -164,7 +185,8 @@ int run_benchmark(const Options& options, int rank) {
   if (rank == 0) {
     print(table.footer());
     if (!options.json_path.empty()) {
-      std::string json_error = write_json_report(options.json_path, RunContext{&options, &layout, memcpy_gbps}, rows);
+      std::string json_error =
+          write_json_report(options.json_path, RunContext{&options, &layout, memcpy_gbps, device.get()}, rows);
       if (!json_error.empty()) {
         std::fprintf(stderr, "matex-bench: %s\n", json_error.c_str());
         return 2;  // rank 0 only: mpirun still reports the failure

@@ -56,8 +56,9 @@ typedef enum matex_status {
   MATEX_ERR_MISMATCH = 7,        /* ranks called a collective with different arguments */
   MATEX_ERR_UNSUPPORTED = 8,     /* valid request this build cannot serve */
   MATEX_ERR_INTERNAL = 9,        /* a bug in libmatexcomm: please report it */
-  MATEX_ERR_COMM_FAILED = 10     /* an earlier failure (timeout, MPI error, a failed peer) left the
+  MATEX_ERR_COMM_FAILED = 10,    /* an earlier failure (timeout, MPI error, a failed peer) left the
                                     communicator unusable: finalize it and create a new one */
+  MATEX_ERR_DEVICE = 11          /* CUDA or NCCL reported an error (device memory, a kernel, a stream) */
 } matex_status_t;
 
 typedef enum matex_dtype {
@@ -163,6 +164,29 @@ MATEX_API matex_status_t matex_reduce_scatter(matex_comm_t comm, const void* sen
                                               matex_op_t op);
 
 MATEX_API matex_status_t matex_barrier(matex_comm_t comm);
+
+/* ---- GPU buffers ------------------------------------------------------------- */
+/* In a build with CUDA (matex_built_with_cuda() == 1) every collective above
+ * also takes buffers in GPU memory (cudaMalloc'd or managed), found out by
+ * looking at the pointers. Every rank must then pass GPU memory to the same
+ * calls. The GPU that holds the buffers is made current on the calling thread;
+ * the node's NCCL communicator belongs to the GPU of the first such call, so
+ * later calls must use that GPU too.
+ * Inside a node NCCL moves the data; across nodes MPI, directly when it is
+ * CUDA-aware, else through pinned host buffers in a pipeline (docs/gpu.md).
+ *
+ * Stream semantics: a collective on GPU buffers runs on the communicator's
+ * stream. It starts after the work already queued there, and returns once its
+ * last step is queued there: work queued later on that stream sees the
+ * result, and the host must synchronize the stream before reading it. With
+ * more than one node the call also blocks until its MPI step across nodes is
+ * done. Send buffers may be reused by work queued later on the stream. */
+MATEX_API int matex_built_with_cuda(void);
+/* stream: a cudaStream_t of the current GPU; NULL (the default) is the legacy
+ * default stream. MATEX_ERR_UNSUPPORTED for a non-NULL stream in a build
+ * without CUDA. Local (not collective). */
+MATEX_API matex_status_t matex_comm_set_cuda_stream(matex_comm_t comm, void* stream);
+MATEX_API matex_status_t matex_comm_cuda_stream(matex_comm_t comm, void** stream);
 
 /* ---- asynchronous engine ------------------------------------------------------ */
 /* Tensors are handed over by name from any thread and complete later, in an

@@ -118,6 +118,7 @@ const char* matex_status_string(matex_status_t status) {
     case MATEX_ERR_UNSUPPORTED: return "unsupported";
     case MATEX_ERR_INTERNAL: return "internal error";
     case MATEX_ERR_COMM_FAILED: return "communicator failed";
+    case MATEX_ERR_DEVICE: return "CUDA or NCCL error";
   }
   return "unknown status";
 }
@@ -241,6 +242,25 @@ matex_status_t matex_reduce_scatter(matex_comm_t comm, const void* sendbuf, void
 
 matex_status_t matex_barrier(matex_comm_t comm) {
   return guarded([&] { live_comm(comm).barrier(); });
+}
+
+matex_status_t matex_comm_set_cuda_stream(matex_comm_t comm, void* stream) {
+  return guarded([&] { live_comm(comm).set_cuda_stream(stream); });
+}
+
+matex_status_t matex_comm_cuda_stream(matex_comm_t comm, void** stream) {
+  return guarded([&] {
+    require_out(stream, "stream");
+    *stream = live_comm(comm).cuda_stream();
+  });
+}
+
+int matex_built_with_cuda(void) {
+#ifdef MATEX_HAVE_CUDA
+  return 1;
+#else
+  return 0;
+#endif
 }
 
 size_t matex_dtype_size(matex_dtype_t dtype) { return matexcomm::dtype_size(dtype); }

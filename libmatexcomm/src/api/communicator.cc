@@ -72,6 +72,7 @@ Communicator::Communicator(MPI_Comm parent) {
   context_.chunk_bytes = choose_chunk_bytes();
   context_.single_copy_block_bytes = ShmNodeChannel::step_bytes(config_.get_bytes("MATEX_CMA_BLOCK_BYTES"));
   setup_shared_memory();
+  device_ = DevicePath::create(config_, context_);
 }
 
 Communicator::~Communicator() = default;
@@ -247,6 +248,10 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   require_buffer(send, count, "sendbuf");
   require_buffer(recv, count, "recvbuf");
   size_t bytes = checked_bytes(count, dtype, "count");
+  if (is_device_memory(send) || is_device_memory(recv)) {
+    run_collective([&] { last_[MATEX_COLL_ALLREDUCE] = device_->allreduce(*this, send, recv, count, dtype, op); });
+    return;
+  }
   int chosen = select_allreduce(context_, choice_[MATEX_COLL_ALLREDUCE], bytes, send == recv, thresholds_);
   // The hint picks rs_ar_ag whatever the placement, so that ranks whose engines
   // differ in placement (prescale, MATEX_IN_PLACE) still choose alike.
@@ -308,6 +313,10 @@ void Communicator::broadcast(void* buffer, size_t count, matex_dtype_t dtype, in
     MATEX_RAISE(MATEX_ERR_INVALID_ARG, "root = " + std::to_string(root) + " is not a rank of this communicator (0.." +
                                            std::to_string(layout_.world_size - 1) + ")");
   }
+  if (is_device_memory(buffer)) {
+    run_collective([&] { last_[MATEX_COLL_BROADCAST] = device_->broadcast(*this, buffer, count, dtype, root); });
+    return;
+  }
   std::string chosen = select_broadcast(context_, choice_[MATEX_COLL_BROADCAST]);
   last_[MATEX_COLL_BROADCAST] = chosen == "hier" ? "hier" : "flat";
   run_collective([&] {
@@ -344,6 +353,13 @@ void Communicator::allgatherv(const void* send, size_t sendcount, void* recv, co
   else require_buffer(send, sendcount, "sendbuf");
   require_buffer(recv, extent, "recvbuf");
   checked_bytes(extent, dtype, "recvcounts");
+  if (is_device_memory(send) || is_device_memory(recv)) {
+    run_collective([&] {
+      if (total == 0) return;
+      last_[MATEX_COLL_ALLGATHER] = device_->allgatherv(*this, send, sendcount, recv, counts, offsets, dtype);
+    });
+    return;
+  }
   last_[MATEX_COLL_ALLGATHER] = "flat";
   run_collective([&] {
     if (total == 0) return;
@@ -364,11 +380,41 @@ void Communicator::reduce_scatter(const void* send, void* recv, size_t recvcount
   const bool in_place = send == MATEX_IN_PLACE || (send != nullptr && send == recv);
   if (!in_place) require_buffer(send, recvcount * layout_.world_size, "sendbuf");
   require_buffer(recv, recvcount, "recvbuf");
+  if ((!in_place && is_device_memory(send)) || is_device_memory(recv)) {
+    run_collective([&] {
+      if (recvcount == 0) return;
+      last_[MATEX_COLL_REDUCE_SCATTER] =
+          device_->reduce_scatter(*this, in_place ? nullptr : send, recv, recvcount, dtype, op);
+    });
+    return;
+  }
   last_[MATEX_COLL_REDUCE_SCATTER] = "flat";
   run_collective([&] {
     if (recvcount == 0) return;
     reduce_scatter_flat(context_, in_place ? nullptr : send, recv, recvcount, dtype, op);
   });
+}
+
+void Communicator::set_cuda_stream(void* stream) {
+  if (device_) {
+    device_->set_stream(stream);
+    return;
+  }
+  MATEX_REQUIRE(stream == nullptr, MATEX_ERR_UNSUPPORTED,
+                "stream: this build of libmatexcomm has no CUDA (configure with MATEX_WITH_CUDA=ON)");
+}
+
+void Communicator::allreduce_device_tensors(const std::vector<ScaledPiece>& pieces, matex_dtype_t dtype,
+                                            matex_op_t op) {
+  require_reduction(dtype, op);
+  MATEX_REQUIRE(device_ != nullptr, MATEX_ERR_UNSUPPORTED, "device tensors need a build of libmatexcomm with CUDA");
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const std::string which = "tensor " + std::to_string(i) + " of the fused allreduce";
+    MATEX_REQUIRE(is_device_memory(pieces[i].send) && is_device_memory(pieces[i].recv), MATEX_ERR_INVALID_ARG,
+                  which + ": its buffers are not both in device memory, unlike the first tensor's");
+    checked_bytes(pieces[i].count, dtype, "count");
+  }
+  run_collective([&] { last_[MATEX_COLL_ALLREDUCE] = device_->allreduce_fused(*this, pieces, dtype, op); });
 }
 
 void Communicator::barrier() {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "algorithms/algorithms.h"
+#include "api/device_path.h"
 #include "core/config.h"
 #include "core/mpi_handles.h"
 #include "matex/topology/layout.h"
@@ -61,6 +62,19 @@ class Communicator {
   void reduce_scatter(const void* send, void* recv, size_t recvcount, matex_dtype_t dtype, matex_op_t op);
   void barrier();
 
+  // ---- GPU buffers (builds with CUDA; see device_path.h) ----
+  // True for a pointer into GPU memory (always false without CUDA).
+  bool is_device_memory(const void* pointer) const { return device_ && device_->is_device(pointer); }
+  // The cudaStream_t device collectives run on; non-null needs a CUDA build.
+  void set_cuda_stream(void* stream);
+  void* cuda_stream() const { return device_ ? device_->stream() : nullptr; }
+  // The engine's communicator: device collectives complete before returning.
+  void set_device_blocking(bool blocking) {
+    if (device_) device_->set_blocking(blocking);
+  }
+  // The engine's allreduce of device tensors (fused, each with its scaling).
+  void allreduce_device_tensors(const std::vector<ScaledPiece>& pieces, matex_dtype_t dtype, matex_op_t op);
+
  private:
   void setup_shared_memory();
   bool node_has_dedicated_cores() const;
@@ -90,6 +104,7 @@ class Communicator {
   const char* last_[4] = {"", "", "", ""};  // static strings: no copy per call
   uint64_t sequence_ = 0;
   std::string failure_;  // non-empty once the communicator has failed
+  std::unique_ptr<DevicePath> device_;  // null without CUDA
 };
 
 }  // namespace matexcomm

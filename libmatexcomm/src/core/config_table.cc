@@ -76,6 +76,20 @@ const std::vector<ConfigEntry>& config_table() {
       {"MATEX_CMA_DISABLE", ConfigType::kBool, "0", "", kUnbounded, kUnbounded, kSameOnAllRanks,
        "1: never move data with cross-memory attach (process_vm_readv/writev); large allreduces then use "
        "the two-copy shared-memory path (rs_ar_ag)."},
+      {"MATEX_CUDA_ALGO", ConfigType::kChoice, "auto", "auto|nccl_hier|staged", kUnbounded, kUnbounded,
+       kSameOnAllRanks,
+       "Collectives on GPU buffers (builds with CUDA): nccl_hier runs NCCL inside the node and MPI across; "
+       "staged copies through pinned host memory and runs the host algorithm; auto is nccl_hier where NCCL "
+       "works on every node (not when ranks of a node share a GPU), else staged."},
+      {"MATEX_CUDA_AWARE_MPI", ConfigType::kChoice, "auto", "auto|0|1", kUnbounded, kUnbounded, kPerRank,
+       "Whether MPI may be handed GPU memory: auto asks MPIX_Query_cuda_support at run time. Used only when "
+       "every rank's answer is yes; otherwise transfers across nodes go through the staging pipeline."},
+      {"MATEX_CUDA_STAGING_CHUNK_BYTES", ConfigType::kBytes, "4M", "", 4096, kGiB, kSameOnAllRanks,
+       "Bytes per step of the pinned staging pipeline (device to host, MPI, host to device, overlapped); "
+       "rounded up to 4 KiB."},
+      {"MATEX_CUDA_STAGING_SLOTS", ConfigType::kInt, "2", "", 2, 16, kPerRank,
+       "Pinned buffers of the staging pipeline, each MATEX_CUDA_STAGING_CHUNK_BYTES: while MPI works on one, "
+       "the others are being copied."},
       {"MATEX_ENABLE", ConfigType::kBool, "0", "", kUnbounded, kUnbounded, kSameOnAllRanks,
        "Python (pip-installed matex): 1 makes an unmodified TensorFlow script data-parallel under mpirun "
        "or srun, activating when it imports TensorFlow or Keras (docs/tensorflow.md). 0: the startup hook "

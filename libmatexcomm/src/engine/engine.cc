@@ -51,6 +51,7 @@ Engine::Engine(MPI_Comm parent) : config_(Config::from_environment()) {
                                        "thread level); let matex_init initialize MPI or call MPI_Init_thread");
   }
   comm_ = std::make_unique<Communicator>(parent);
+  comm_->set_device_blocking(true);  // a completion promises the data is in place
   control_ = UniqueComm::duplicate(parent);
   rank_ = control_.rank();
   size_ = control_.size();
@@ -373,6 +374,16 @@ void Engine::execute(const Response& response) {
 }
 
 void Engine::execute_allreduce(const std::vector<TensorOp*>& ops) {
+  // A fused response may mix host and device tensors of one dtype and op;
+  // each kind takes its own path (host first, on every rank alike).
+  std::vector<TensorOp*> on_host;
+  std::vector<TensorOp*> on_device;
+  for (TensorOp* t : ops) (comm_->is_device_memory(t->recv) ? on_device : on_host).push_back(t);
+  if (!on_host.empty()) execute_host_allreduce(on_host);
+  if (!on_device.empty()) execute_device_allreduce(on_device);
+}
+
+void Engine::execute_host_allreduce(const std::vector<TensorOp*>& ops) {
   const TensorSpec& spec = ops[0]->spec;
   const matex_dtype_t dtype = static_cast<matex_dtype_t>(spec.dtype);
   const matex_op_t op = static_cast<matex_op_t>(spec.op);
@@ -438,6 +449,20 @@ void Engine::execute_fused_in_place(const std::vector<TensorOp*>& ops) {
   comm_->allreduce_pieces(pieces, dtype, static_cast<matex_op_t>(spec.op), hints);
   record_collective(ops, "allreduce", begin, bytes);
   for (const TensorOp* t : ops) scale_elements(dtype, t->recv, t->spec.count, t->postscale);
+}
+
+void Engine::execute_device_allreduce(const std::vector<TensorOp*>& ops) {
+  const TensorSpec& spec = ops[0]->spec;
+  std::vector<ScaledPiece> pieces;
+  pieces.reserve(ops.size());
+  size_t bytes = 0;
+  for (const TensorOp* t : ops) {
+    pieces.push_back({t->send, t->recv, t->spec.count, t->prescale, t->postscale});
+    bytes += t->spec.bytes();
+  }
+  const Clock::time_point begin = Clock::now();
+  comm_->allreduce_device_tensors(pieces, static_cast<matex_dtype_t>(spec.dtype), static_cast<matex_op_t>(spec.op));
+  record_collective(ops, "allreduce", begin, bytes);
 }
 
 void Engine::record_collective(const std::vector<TensorOp*>& ops, const char* what, Clock::time_point begin,

@@ -97,8 +97,11 @@ class Engine {
   void inspect_stalls();
   void execute(const Response& response);
   void execute_allreduce(const std::vector<TensorOp*>& ops);
+  void execute_host_allreduce(const std::vector<TensorOp*>& ops);
   // Several tensors as one collective straight on their buffers (zero-copy fusion).
   void execute_fused_in_place(const std::vector<TensorOp*>& ops);
+  // Tensors in GPU memory: packed, scaled and unpacked by CUDA kernels.
+  void execute_device_allreduce(const std::vector<TensorOp*>& ops);
   void execute_broadcast(TensorOp& op);
   void execute_allgather(TensorOp& op, const std::vector<uint64_t>& rows);
   // Timeline events of one collective for every tensor it carried.
