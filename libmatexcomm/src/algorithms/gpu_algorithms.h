@@ -24,6 +24,8 @@ struct GpuContext {
   gpu::HostStagingPipeline* staging = nullptr;  // pinned buffers for an MPI that cannot take device memory
   bool cuda_aware_mpi = false;                  // identical on every rank
   cudaStream_t stream = nullptr;
+  gpu::PinnedBuffer* whole_copies = nullptr;    // [2], kept between calls: the whole-buffer staging's
+                                                // host copies (cudaFreeHost per call would stall the GPU)
 };
 
 // NCCL reduce-scatter inside the node, MPI allreduce of each shard across its

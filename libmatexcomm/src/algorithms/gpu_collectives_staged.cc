@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "algorithms/gpu_algorithms.h"
+#include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/cuda_resources.h"
 #include "gpu/device_pointer.h"
@@ -44,7 +45,8 @@ void gpu_broadcast_staged(const GpuContext& gpu, void* buffer, size_t count, siz
 
 void gpu_run_staged(const GpuContext& gpu, StagedBuffer* buffers, size_t n,
                     const std::function<void(void* const* host)>& run) {
-  std::vector<gpu::PinnedBuffer> pinned(n);
+  MATEX_REQUIRE(n <= 2, MATEX_ERR_INTERNAL, "gpu_run_staged takes at most two buffers");
+  gpu::PinnedBuffer* pinned = gpu.whole_copies;
   std::vector<void*> host(n, nullptr);
   for (size_t i = 0; i < n; ++i) {
     StagedBuffer& b = buffers[i];
@@ -68,7 +70,7 @@ void gpu_run_staged(const GpuContext& gpu, StagedBuffer* buffers, size_t n,
     gpu::check_cuda(cudaMemcpyAsync(const_cast<void*>(b.user), host[i], b.bytes, cudaMemcpyHostToDevice, gpu.stream),
                     "cudaMemcpyAsync of a staged output");
   }
-  // The pinned copies are freed on return: the copies out of them must be done.
+  // The pinned copies are reused by the next call: the copies out of them must be done.
   gpu::check_cuda(cudaStreamSynchronize(gpu.stream), "cudaStreamSynchronize after a staged host collective");
 }
 
