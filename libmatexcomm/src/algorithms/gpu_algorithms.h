@@ -24,6 +24,7 @@ struct GpuContext {
   gpu::HostStagingPipeline* staging = nullptr;  // pinned buffers for an MPI that cannot take device memory
   bool cuda_aware_mpi = false;                  // identical on every rank
   cudaStream_t stream = nullptr;
+  gpu::DeviceBuffer* scratch = nullptr;         // the rail ring's receive block
   gpu::PinnedBuffer* whole_copies = nullptr;    // [2], kept between calls: the whole-buffer staging's
                                                 // host copies (cudaFreeHost per call would stall the GPU)
 };
@@ -33,6 +34,11 @@ struct GpuContext {
 // pipeline), NCCL allgather. Both buffers in device memory.
 void gpu_allreduce_nccl_hier(const CollectiveContext& ctx, const GpuContext& gpu, const void* send, void* recv,
                              size_t count, matex_dtype_t dtype, matex_op_t op);
+
+// Allreduce of device memory across `rail` with a CUDA-aware MPI: a ring of
+// MPI_Sendrecv, reduced on the GPU (avg adds; the caller scales).
+void gpu_rail_allreduce_ring(const GpuContext& gpu, MPI_Comm rail, char* data, size_t count, matex_dtype_t dtype,
+                             matex_op_t op);
 
 // NCCL broadcast on the root's node, MPI broadcast among the node leaders
 // (direct or staged), NCCL broadcast on the other nodes.

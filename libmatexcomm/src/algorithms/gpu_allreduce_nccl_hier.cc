@@ -8,10 +8,10 @@
 //      and m divides count; else one NCCL group of m ncclReduce calls (root l
 //      for shard l), which also serves uneven layouts such as 3,1;
 //   2. local rank l < m allreduces shard l across rail l (the N ranks with
-//      local rank l): straight on device memory when MPI is CUDA-aware (and
-//      the dtype is one MPI reduces natively), else through the pinned
-//      staging pipeline (D2H, MPI_Allreduce, H2D, chunk by chunk, overlapped);
-//      avg scales the shard by 1/p on the device;
+//      local rank l): with a CUDA-aware MPI, a ring of MPI_Sendrecv on device
+//      memory reduced on the GPU (gpu_rail_allreduce_ring.cc); else through
+//      the pinned staging pipeline (D2H, MPI_Allreduce, H2D, chunk by chunk,
+//      overlapped); avg scales the shard by 1/p on the device;
 //   3. allgather inside the node: ncclAllGather in place, or one group of m
 //      ncclBroadcast calls (root l for shard l).
 //   On one node the whole call is one ncclAllReduce (and a scale for avg), and
@@ -27,26 +27,17 @@
 
 #include "algorithms/gpu_algorithms.h"
 #include "core/dtype.h"
-#include "gpu/cuda_check.h"
 #include "gpu/device_kernels.h"
 
 namespace matexcomm {
 
 namespace {
 
-// float16/bfloat16 reduce through user-defined MPI ops, which run on the host
-// and cannot read device memory even in a CUDA-aware MPI.
-bool mpi_reduces_on_device(const GpuContext& gpu, matex_dtype_t dtype) {
-  return gpu.cuda_aware_mpi && dtype != MATEX_FLOAT16 && dtype != MATEX_BFLOAT16;
-}
-
 void reduce_shard_across_nodes(const CollectiveContext& ctx, const GpuContext& gpu, char* shard, size_t count,
                                matex_dtype_t dtype, matex_op_t op) {
   PhaseTimer timer(ctx.phases, Phase::kRail);
-  if (mpi_reduces_on_device(gpu, dtype)) {
-    // MPI sees device memory: the reduce-scatter before must have finished.
-    gpu::check_cuda(cudaStreamSynchronize(gpu.stream), "cudaStreamSynchronize before a CUDA-aware MPI call");
-    ctx.reductions->allreduce_in_place(ctx.rail, shard, count, dtype, op);
+  if (gpu.cuda_aware_mpi) {
+    gpu_rail_allreduce_ring(gpu, ctx.rail, shard, count, dtype, op);
     return;
   }
   const size_t element = dtype_size(dtype);

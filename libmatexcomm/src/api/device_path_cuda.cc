@@ -215,6 +215,7 @@ class CudaDevicePath final : public DevicePath {
   std::unique_ptr<gpu::NcclNodeComm> nccl_;
   std::unique_ptr<gpu::HostStagingPipeline> staging_;
   gpu::DeviceBuffer fusion_;
+  gpu::DeviceBuffer ring_scratch_;
   gpu::PinnedBuffer whole_copies_[2];
   GpuContext gpu_;
 };
@@ -263,6 +264,7 @@ void CudaDevicePath::set_up() {
   gpu_.nccl = nccl_.get();
   gpu_.staging = staging_.get();
   gpu_.whole_copies = whole_copies_;
+  gpu_.scratch = &ring_scratch_;
   ready_ = true;
 }
 
