@@ -48,9 +48,8 @@ class DeviceBuffers {
 // only other ranks have none.
 std::string select_rank_device();
 
-// Device send and recv buffers of `bytes` each, and the stream set on `comm`
-// (where the API has matex_comm_set_cuda_stream; else the legacy default
-// stream). Collective over MPI_COMM_WORLD (the ranks agree on CUDA-aware MPI).
+// Device send and recv buffers of `bytes` each, and a stream of their own set
+// on `comm` with matex_comm_set_cuda_stream. Collective over MPI_COMM_WORLD (the ranks agree on CUDA-aware MPI).
 // Throws std::runtime_error (or the library's error) on a CUDA failure.
 std::unique_ptr<DeviceBuffers> open_device_buffers(matex_comm_t comm, size_t bytes);
 

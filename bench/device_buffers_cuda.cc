@@ -3,16 +3,11 @@
 // whether MPI takes device pointers (Open MPI's MPIX_Query_cuda_support).
 #include <cuda_runtime.h>
 #include <mpi.h>
-#if __has_include(<mpi-ext.h>)
-#include <mpi-ext.h>  // MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support (Open MPI)
-#endif
 
-#include <optional>
 #include <stdexcept>
-#include <type_traits>
-#include <utility>
 
 #include "device_buffers.h"
+#include "gpu/cuda_aware_mpi.h"
 #include "gpu/cuda_check.h"
 #include "gpu/cuda_resources.h"
 #include "gpu/device_kernels.h"
@@ -22,45 +17,6 @@ namespace matexbench {
 namespace {
 
 using matexcomm::gpu::check_cuda;
-
-// matex_comm_set_cuda_stream is being added to matexcomm.h. The call below is
-// found by argument-dependent lookup when the template is instantiated
-// (matex_comm_t points to a struct of the global namespace), so this file
-// compiles without it, declares nothing of the library's own, and uses it as
-// soon as the header has it.
-template <typename Comm, typename = void>
-struct ApiHasSetCudaStream : std::false_type {};
-template <typename Comm>
-struct ApiHasSetCudaStream<
-    Comm, std::void_t<decltype(matex_comm_set_cuda_stream(std::declval<Comm>(), std::declval<void*>()))>>
-    : std::true_type {};
-
-constexpr bool kApiHasSetCudaStream = ApiHasSetCudaStream<matex_comm_t>::value;
-
-// Sets `stream` on `comm`; the status (nothing happens where the API lacks it).
-template <typename Comm>
-matex_status_t set_collectives_stream(Comm comm, cudaStream_t stream) {
-  if constexpr (ApiHasSetCudaStream<Comm>::value) {
-    return matex_comm_set_cuda_stream(comm, static_cast<void*>(stream));
-  } else {
-    (void)comm;
-    (void)stream;
-    return MATEX_SUCCESS;
-  }
-}
-
-// This rank's answer; the caller agrees with the other ranks.
-bool mpi_is_cuda_aware(std::string* how) {
-#if defined(MPIX_CUDA_AWARE_SUPPORT)
-  // Asked at run time: the MPI library loaded may be another build than the header's.
-  const int aware = MPIX_Query_cuda_support();
-  *how = "MPIX_Query_cuda_support() = " + std::to_string(aware);
-  return aware == 1;
-#else
-  *how = "this MPI's headers do not define MPIX_CUDA_AWARE_SUPPORT";
-  return false;
-#endif
-}
 
 int rank_on_this_machine() {
   int world_rank = 0;
@@ -81,18 +37,15 @@ class CudaDeviceBuffers final : public DeviceBuffers {
     cudaDeviceProp properties{};
     check_cuda(cudaGetDeviceProperties(&properties, device_), "cudaGetDeviceProperties");
     device_name_ = properties.name;
-    if (kApiHasSetCudaStream) {  // else the collectives run on the legacy default stream
-      owned_stream_.emplace();
-      if (set_collectives_stream(comm, owned_stream_->get()) != MATEX_SUCCESS)
-        throw std::runtime_error(std::string("--mem cuda: matex_comm_set_cuda_stream: ") + matex_last_error());
-      stream_ = owned_stream_->get();
-    }
+    if (matex_comm_set_cuda_stream(comm, stream_.get()) != MATEX_SUCCESS)
+      throw std::runtime_error(std::string("--mem cuda: matex_comm_set_cuda_stream: ") + matex_last_error());
     // Zero once, so that no byte of a device buffer is ever uninitialized; on
     // stream_, which does not wait for the legacy default stream.
-    check_cuda(cudaMemsetAsync(send_.data(), 0, bytes, stream_), "cudaMemsetAsync");
-    check_cuda(cudaMemsetAsync(recv_.data(), 0, bytes, stream_), "cudaMemsetAsync");
+    check_cuda(cudaMemsetAsync(send_.data(), 0, bytes, stream_.get()), "cudaMemsetAsync");
+    check_cuda(cudaMemsetAsync(recv_.data(), 0, bytes, stream_.get()), "cudaMemsetAsync");
     synchronize();
-    const int aware_here = mpi_is_cuda_aware(&mpi_how_) ? 1 : 0;
+    // The library's own question, without MATEX_CUDA_AWARE_MPI: the baseline is plain MPI.
+    const int aware_here = matexcomm::gpu::mpi_accepts_device_memory("auto", &mpi_how_) ? 1 : 0;
     int aware_everywhere = aware_here;
     MPI_Allreduce(MPI_IN_PLACE, &aware_everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     mpi_takes_device_buffers_ = aware_everywhere == 1;
@@ -101,10 +54,8 @@ class CudaDeviceBuffers final : public DeviceBuffers {
 
   // The communicator outlives this object: it must not keep a destroyed stream.
   ~CudaDeviceBuffers() override {
-    if (stream_ != nullptr) {
-      (void)cudaStreamSynchronize(stream_);
-      (void)set_collectives_stream(comm_, nullptr);
-    }
+    (void)cudaStreamSynchronize(stream_.get());
+    (void)matex_comm_set_cuda_stream(comm_, nullptr);
   }
   CudaDeviceBuffers(const CudaDeviceBuffers&) = delete;
   CudaDeviceBuffers& operator=(const CudaDeviceBuffers&) = delete;
@@ -114,17 +65,17 @@ class CudaDeviceBuffers final : public DeviceBuffers {
 
   void to_device(void* device, const void* host, size_t bytes) override {
     if (bytes == 0) return;
-    check_cuda(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync H2D");
+    check_cuda(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_.get()), "cudaMemcpyAsync H2D");
     synchronize();
   }
   void to_host(void* host, const void* device, size_t bytes) override {
     if (bytes == 0) return;
-    check_cuda(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync D2H");
+    check_cuda(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_.get()), "cudaMemcpyAsync D2H");
     synchronize();
   }
-  void synchronize() override { check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+  void synchronize() override { check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize"); }
   void scale(matex_dtype_t dtype, void* data, size_t count, double factor) override {
-    matexcomm::gpu::launch_scale(dtype, data, count, factor, stream_);
+    matexcomm::gpu::launch_scale(dtype, data, count, factor, stream_.get());
   }
 
   bool mpi_takes_device_buffers() const override { return mpi_takes_device_buffers_; }
@@ -135,13 +86,8 @@ class CudaDeviceBuffers final : public DeviceBuffers {
                     " of " + std::to_string(device_count_) + ", " + device_name_ +
                     "; each rank uses GPU (its rank on the machine) % (GPUs)); inputs written and results checked "
                     "on the host, copied outside the timed region");
-    if (stream_ != nullptr) {
-      lines.push_back("# cuda stream: a non-blocking stream set with matex_comm_set_cuda_stream; every timed call "
-                      "ends with cudaStreamSynchronize on it");
-    } else {
-      lines.push_back("# cuda stream: the legacy default stream (this matexcomm.h has no "
-                      "matex_comm_set_cuda_stream); every timed call ends with cudaStreamSynchronize(0)");
-    }
+    lines.push_back("# cuda stream: a non-blocking stream set with matex_comm_set_cuda_stream; every timed call "
+                    "ends with cudaStreamSynchronize on it");
     if (compare_mpi && mpi_takes_device_buffers_) {
       lines.push_back("# mpi baseline: CUDA-aware MPI on the device buffers (" + mpi_how_ +
                       " on rank 0, agreed by every rank); avg = sum, then a scale kernel");
@@ -156,8 +102,7 @@ class CudaDeviceBuffers final : public DeviceBuffers {
   matex_comm_t comm_;
   matexcomm::gpu::DeviceBuffer send_;
   matexcomm::gpu::DeviceBuffer recv_;
-  std::optional<matexcomm::gpu::CudaStream> owned_stream_;
-  cudaStream_t stream_ = nullptr;
+  matexcomm::gpu::CudaStream stream_;  // the collectives' stream
   int device_ = 0;
   int device_count_ = 0;
   std::string device_name_;

@@ -14,26 +14,19 @@
 
 #include "exact_values.h"
 #include "matexcomm/matexcomm.h"
+#include "mpi_test_util.h"
 #include "reduction_patterns.h"
 
 namespace {
 
+using matex_test::agree_no_errors;
 using matex_test::ReductionPattern;
 using matex_test::with_dtype;
+using matex_test::world_rank;
+using matex_test::world_size;
 
 // 16 KiB staging chunks make the larger counts cross many chunks.
 constexpr size_t kCounts[] = {0, 1, 7, 1021, 65537, 300007};
-
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
 
 // Device memory under RAII, with host copies in and out.
 class DeviceArray {
@@ -100,12 +93,6 @@ std::string last_algorithm(matex_comm_t comm, matex_collective_t coll) {
   return name;
 }
 
-long long agree(long long local) {
-  long long total = 0;
-  MPI_Allreduce(&local, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-  return total;
-}
-
 class GpuCollectives : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(GpuCollectives, AllreduceEveryDtypeOpAndCount) {
@@ -138,7 +125,7 @@ TEST_P(GpuCollectives, AllreduceEveryDtypeOpAndCount) {
       }
     }
   }
-  EXPECT_EQ(agree(wrong), 0) << "wrong allreduce elements over all ranks, dtypes, ops and counts";
+  agree_no_errors(wrong, "wrong allreduce elements over all dtypes, ops and counts");
   EXPECT_EQ(last_algorithm(comm.get(), MATEX_COLL_ALLREDUCE), expected_algorithm(comm.get(), GetParam()));
 }
 
@@ -158,7 +145,7 @@ TEST_P(GpuCollectives, BroadcastFromEveryRoot) {
       for (size_t i = 0; i < count; ++i) wrong += result[i] != matex_test::plain_value(i, root, false);
     }
   }
-  EXPECT_EQ(agree(wrong), 0);
+  agree_no_errors(wrong, "wrong broadcast elements over all roots and counts");
   EXPECT_EQ(last_algorithm(comm.get(), MATEX_COLL_BROADCAST), expected_algorithm(comm.get(), GetParam()));
 }
 
@@ -190,7 +177,7 @@ TEST_P(GpuCollectives, AllgatherAndReduceScatter) {
     out.download(block.data());
     for (size_t i = 0; i < count; ++i) wrong += block[i] != static_cast<double>(pattern.expected(me * count + i));
   }
-  EXPECT_EQ(agree(wrong), 0);
+  agree_no_errors(wrong, "wrong allgather and reduce_scatter elements over all counts");
 }
 
 TEST_P(GpuCollectives, MixedHostAndDeviceBuffersAreRefused) {
@@ -245,7 +232,7 @@ TEST(GpuEngine, FusedDeviceTensorsWithScaling) {
     }
     matex_request_free(&requests[t]);
   }
-  EXPECT_EQ(agree(wrong), 0);
+  agree_no_errors(wrong, "wrong elements of the engine's fused device tensors");
   EXPECT_EQ(matex_engine_destroy(&engine), MATEX_SUCCESS);
   EXPECT_EQ(matex_finalize(&comm), MATEX_SUCCESS);
 }
