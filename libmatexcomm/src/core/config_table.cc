@@ -95,11 +95,13 @@ const std::vector<ConfigEntry>& config_table() {
        "or srun, activating when it imports TensorFlow or Keras (docs/tensorflow.md). 0: the startup hook "
        "does nothing but read this variable."},
       {"MATEX_SEED", ConfigType::kInt, "0", "", -2147483648.0, 2147483647.0, kSameOnAllRanks,
-       "With MATEX_ENABLE=1: the seed given to Python's, NumPy's and TensorFlow's generators on every rank, so "
-       "that models start alike (the script may seed again; it does so alike on every rank)."},
+       "With MATEX_ENABLE=1: the seed of Python's and NumPy's generators on every rank, and of the seeds matex "
+       "hands out where plain TensorFlow would draw nondeterministic ones (no global and no op seed), so that "
+       "ranks draw alike. TensorFlow's own seeds are left as the script sets them."},
       {"MATEX_VERIFY_LOG", ConfigType::kString, "", "", kUnbounded, kUnbounded, kPerRank,
-       "With MATEX_ENABLE=1: rank 0 appends one JSON line per optimizer step (the L2 norm of every variable "
-       "the optimizer updated) and per fit batch (the loss) to this file; python -m matex.verify sets it."},
+       "With MATEX_ENABLE=1: rank 0 appends JSON lines to this file: every optimizer step's variable norms, "
+       "fit's logs per batch, evaluate's results, and the metric results and TF1 fetches the script reads; "
+       "python -m matex.verify sets it."},
       {"MATEX_MPIRUN", ConfigType::kString, "mpirun", "", kUnbounded, kUnbounded, kPerRank,
        "The launcher python -m matex.verify runs the 1-rank and N-rank runs with."},
       {"MATEX_LOG_LEVEL", ConfigType::kChoice, "warn", "error|warn|info|debug", kUnbounded, kUnbounded, kPerRank,

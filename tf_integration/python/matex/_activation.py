@@ -1,8 +1,8 @@
 """What MATEX_ENABLE=1 does once the script has imported TensorFlow:
 
 - starts MPI and the engine (matex.init);
-- seeds Python's, NumPy's and TensorFlow's generators alike on every rank
-  (MATEX_SEED, default 0), so models start identical;
+- keeps the script's seeding as plain TensorFlow has it, with every rank
+  drawing alike (matex/_seeding.py);
 - turns XLA jit off (the collectives are not XLA ops);
 - patches Keras 3 (matex/_keras_patches.py): gradients averaged across ranks
   inside optimizer.apply, weighted by local batch size; variables broadcast
@@ -38,9 +38,6 @@ def activate():
     if "horovod" in sys.modules or "horovod.tensorflow" in sys.modules:
         warnings.warn("matex: the script uses Horovod; MATEX_ENABLE=1 steps aside and does nothing")
         return
-    import random
-
-    import numpy as np
     import tensorflow as tf
 
     from . import _runtime
@@ -48,14 +45,19 @@ def activate():
     # Python processes the script starts (data workers) are not ranks: keep the hook out of them.
     import os
     os.environ["MATEX_ENABLE"] = "0"
-    seed = int(_runtime.config("MATEX_SEED"))
-    random.seed(seed)
-    np.random.seed(seed)
-    tf.random.set_seed(seed)
+    from . import _seeding
+    _seeding.seed_like_plain_tensorflow(int(_runtime.config("MATEX_SEED")))
     tf.config.optimizer.set_jit(False)
     _abort_on_uncaught_exceptions()
-    from . import _keras_patches
+    from . import _keras_patches, _patching, _tf_keras_patches
     _keras_patches.apply_all()
+    _tf_keras_patches.apply_when_imported(_patching.patch)
+    from . import _random_patches
+    _random_patches.apply_all(_patching.patch)
+    log = _runtime.config("MATEX_VERIFY_LOG")
+    if log and _runtime.rank() == 0:
+        from . import _verify_log
+        _verify_log.install(log)  # after the patches: it records what they produce
     _active = True
 
 

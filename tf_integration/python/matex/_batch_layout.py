@@ -23,18 +23,21 @@ import weakref
 import tensorflow as tf
 from tensorflow.python.data.ops import iterator_ops
 
-from . import _runtime
+from . import _runtime, _scope
 
 _state = threading.local()
 _optimizers = weakref.WeakSet()  # every optimizer matex has seen apply gradients
-_variables = []  # [local, total, offset] once created (eagerly, on first use)
+_variables = []  # [local, total, offset, copies] once created (eagerly, on first use)
 
 
 class Layout:
-    """local rows here, `total` rows in the global batch, ours start at `offset`."""
+    """local rows here, `total` rows in the global batch, ours start at
+    `offset`; `copies` ranks hold these rows (1 for a slice, every rank when
+    each holds the whole batch: a custom loop's first step, a loop that does
+    not train, data not sliced)."""
 
-    def __init__(self, local, total=None, offset=None):
-        self.local = local
+    def __init__(self, local, total=None, offset=None, copies=1):
+        self.local, self.copies = local, copies
         self._total, self._offset = total, offset
         self._gathered = {}
 
@@ -72,7 +75,7 @@ def _layout_variables():
     if not _variables:
         with tf.init_scope():  # created eagerly, also when first asked for while a step is traced
             _variables.extend(tf.Variable(value, trainable=False, dtype=tf.int32, name=f"matex_batch_{name}")
-                              for name, value in (("local", 1), ("total", 1), ("offset", 0)))
+                              for name, value in _unsliced(1))
     return _variables
 
 
@@ -83,8 +86,13 @@ def current():
     fit = getattr(_state, "fit", None)
     if fit is not None:
         return fit
-    local, total, offset = (tf.convert_to_tensor(v) for v in _layout_variables())
-    return Layout(local, total, offset)
+    local, total, offset, copies = (tf.convert_to_tensor(v) for v in _layout_variables())
+    return Layout(local, total, offset, copies)
+
+
+def _unsliced(rows):
+    """The layout variables' values when every rank holds all `rows`."""
+    return (("local", rows), ("total", rows), ("offset", 0), ("copies", _runtime.size()))
 
 
 def note_optimizer(optimizer):
@@ -165,15 +173,17 @@ class ShardedIterator(iterator_ops.OwnedIterator):
 
     def __next__(self):
         element = super().__next__()
+        _eager_snapshot[0] = None
         rows = _rows(element) if tf.executing_eagerly() else None
-        local, total, offset = _layout_variables()
+        variables = _layout_variables()
         if rows is None or not self._trains():
-            size = rows if rows is not None else 1
-            local.assign(size), total.assign(size), offset.assign(0)
+            for variable, (_, value) in zip(variables, _unsliced(rows if rows is not None else 1)):
+                variable.assign(value)
             return element
         r, n = _runtime.rank(), _runtime.size()
         lo, hi = rows * r // n, rows * (r + 1) // n
-        local.assign(hi - lo), total.assign(rows), offset.assign(lo)
+        for variable, value in zip(variables, (hi - lo, rows, lo, 1)):
+            variable.assign(value)
         return _slice(element, lo, hi)
 
     def get_next(self):
@@ -183,27 +193,51 @@ class ShardedIterator(iterator_ops.OwnedIterator):
 def reset_after_update():
     """After an optimizer update the batch it came from is used up: later
     steps that do not come from a sliced iterator (NumPy batches, say) must not
-    read its layout."""
-    if _variables:
-        for variable, value in zip(_variables, (1, 1, 0)):
-            variable.assign(value)
+    read its layout. What the step does after its update (a metric's
+    update_state) still needs it: the layout as read before the reset is kept
+    for the rest of the trace (or, eagerly, until the next element)."""
+    if not _variables:
+        return
+    snapshot = Layout(*(tf.identity(tf.convert_to_tensor(v)) for v in _variables))  # read before the reset
+    if tf.executing_eagerly():
+        _eager_snapshot[0] = snapshot
+    else:
+        _snapshots[tf.compat.v1.get_default_graph()] = snapshot
+    for variable, (_, value) in zip(_variables, _unsliced(1)):
+        variable.assign(value)
+
+
+_snapshots = weakref.WeakKeyDictionary()  # graph -> the layout its last update trained on
+_eager_snapshot = [None]                  # the same for eager updates, until the next element
+
+
+def of_last_step():
+    """The layout of the batch the step in progress trains on: the one read
+    before its optimizer update reset the variables, when it has made one
+    (in this graph or one it is nested in), else current()."""
+    if _runtime.size() == 1:
+        return None
+    if getattr(_state, "fit", None) is not None:
+        return _state.fit
+    graph = None if tf.executing_eagerly() else tf.compat.v1.get_default_graph()
+    if graph is None:
+        return _eager_snapshot[0] or current()
+    while graph is not None:
+        if graph in _snapshots:
+            return _snapshots[graph]
+        graph = getattr(graph, "outer_graph", None)
+    return current()
 
 
 def _make_dataset_iter(original):
     def __iter__(self):
         if (_runtime.size() == 1 or not tf.executing_eagerly() or tf.distribute.has_strategy()
                 or threading.current_thread() is not threading.main_thread()
-                or getattr(_keras_state(), "sharding", None) or not _called_by_user_code()
+                or _scope.flag("sharding") or not _called_by_user_code()
                 or not _is_batched(self)):
             return original(self)
         return ShardedIterator(self)
     return __iter__
-
-
-def _keras_state():
-    """fit/evaluate's flags (a generator that iterates a dataset inside fit must not slice it too)."""
-    from . import _keras_patches
-    return _keras_patches._state
 
 
 def apply_all(patch):

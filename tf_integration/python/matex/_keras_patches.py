@@ -19,30 +19,15 @@
   fit and evaluate check that they were given the same arrays (_same_data.py).
 - Model.save, save_weights and export write on rank 0 only.
 """
-import contextlib
 import sys
-import threading
 
 import keras
 import tensorflow as tf
 
-from . import _batch_layout, _collectives, _layer_patches, _runtime, _same_data, _variable_sync, _verify_log
+from . import _batch_layout, _collectives, _layer_patches, _metric_patches, _runtime, _same_data, _scope, _variable_sync
+from ._patching import patch as _patch
 
-_state = threading.local()
-
-
-def _flag(name):
-    return getattr(_state, name, None)
-
-
-@contextlib.contextmanager
-def _setting(name, value):
-    old = _flag(name)
-    setattr(_state, name, value)
-    try:
-        yield
-    finally:
-        setattr(_state, name, old)
+_flag, _setting = _scope.flag, _scope.setting
 
 
 _warned_strategy = [False]
@@ -60,24 +45,6 @@ def _under_strategy():
         warnings.warn("matex: the script uses a tf.distribute strategy or Horovod; MATEX_ENABLE=1 steps aside "
                       "for its fit, evaluate and optimizer updates")
     return True
-
-
-def _target(owner, name):
-    if not hasattr(owner, name):
-        where = getattr(owner, "__qualname__", getattr(owner, "__name__", repr(owner)))
-        raise RuntimeError(f"matex: cannot patch {where}.{name}: Keras {keras.__version__} "
-                           "does not have it. matex refuses to train undistributed; unset MATEX_ENABLE or use a "
-                           "supported Keras 3 release")
-    return getattr(owner, name)
-
-
-def _patch(owner, name, make):
-    original = _target(owner, name)
-    if getattr(original, "_matex_patched", False):
-        return
-    patched = make(original)
-    patched._matex_patched = True
-    setattr(owner, name, patched)
 
 
 # ---- gradients ---------------------------------------------------------------------------------------
@@ -112,7 +79,6 @@ def _make_apply(original):
         with _setting("reduced", True):
             result = original(self, grads, trainable_variables)
         _batch_layout.reset_after_update()
-        _verify_log.after_apply(self, trainable_variables)
         return result
     return apply
 
@@ -124,6 +90,17 @@ def _make_train_step(original):
         with _batch_layout.in_fit(tf.shape(first)[0]):
             return original(self, data)
     return train_step
+
+
+def _make_keras_step(original):
+    """Keras' own train_step / test_step: the batch layout, and its metric
+    updates left to fit's aggregation (_metric_patches)."""
+    with_layout = _make_train_step(original)
+
+    def step(self, data):
+        with _setting("keras_metrics", True):
+            return with_layout(self, data)
+    return step
 
 
 def _make_scripts_step(original):
@@ -171,19 +148,6 @@ def _make_get_data_adapter(original):
 
 # ---- metrics -----------------------------------------------------------------------------------------
 
-def _with_summed_states(variables, compute):
-    """compute() with the metric state variables holding their sums over
-    ranks, which are then restored: one grouped allreduce."""
-    local = [tf.identity(tf.convert_to_tensor(v)) for v in variables]
-    summed = _collectives.allreduce(local, op="sum")
-    for v, s in zip(variables, summed):
-        v.assign(s)
-    result = tf.nest.map_structure(tf.identity, compute())
-    for v, l in zip(variables, local):
-        v.assign(l)
-    return result
-
-
 def _make_get_metrics_result(original):
     def get_metrics_result(self):
         if not _flag("sharding") or _runtime.size() == 1:
@@ -191,7 +155,7 @@ def _make_get_metrics_result(original):
         variables = [v for m in self.metrics for v in m.variables]
         if not variables:
             return original(self)
-        return _with_summed_states(variables, lambda: original(self))
+        return _metric_patches.with_summed_states(variables, lambda: original(self))
     return get_metrics_result
 
 
@@ -239,7 +203,6 @@ def _make_fit(original):
             return original(self, *args, **kwargs)
         kwargs = _for_this_rank_keywords(original, self, args, kwargs)
         _same_data.check_same_arrays(kwargs, "fit")
-        kwargs["callbacks"] = _verify_log.with_loss_logger(kwargs["callbacks"])
         with _setting("sharding", True):
             return original(self, **kwargs)
     return fit
@@ -252,9 +215,7 @@ def _make_evaluate(original):
         kwargs = _for_this_rank_keywords(original, self, args, kwargs)
         _same_data.check_same_arrays(kwargs, "evaluate")
         with _setting("sharding", True):
-            result = original(self, **kwargs)
-        _verify_log.record_evaluate(result)
-        return result
+            return original(self, **kwargs)
     return evaluate
 
 
@@ -270,6 +231,8 @@ def _make_maybe_symbolic_build(original):
             for _, _, batches in iterator:
                 data_batch = next(batches)
                 break
+        if type(self).call is keras.Model.call:
+            return  # no call() of its own (a model whose train_step calls sub-models): it builds in its first step
         self._symbolic_build(data_batch=data_batch)
     return _maybe_symbolic_build
 
@@ -328,7 +291,8 @@ def apply_all():
 
     _patch(base_optimizer.BaseOptimizer, "apply", _make_apply)
     _patch(loss_scale_optimizer.LossScaleOptimizer, "apply", _make_apply)
-    _patch(tf_trainer.TensorFlowTrainer, "train_step", _make_train_step)
+    _patch(tf_trainer.TensorFlowTrainer, "train_step", _make_keras_step)
+    _patch(tf_trainer.TensorFlowTrainer, "test_step", _make_keras_step)
     _patch(tf_trainer.TensorFlowTrainer, "fit", _make_fit)
     _patch(tf_trainer.TensorFlowTrainer, "evaluate", _make_evaluate)
     _patch(tf_trainer.TensorFlowTrainer, "make_train_function", _make_make_train_function)
@@ -340,8 +304,7 @@ def apply_all():
     for writer in ("save", "save_weights", "export"):
         _patch(keras.Model, writer, _make_save)
     _batch_layout.apply_all(_patch)
-    from . import _tf_keras_patches
-    _tf_keras_patches.apply_when_imported(_patch)
     _layer_patches.apply_all(_patch)
+    _metric_patches.apply_all(_patch)
     from . import _tf1_patches
     _tf1_patches.apply_all(_patch)

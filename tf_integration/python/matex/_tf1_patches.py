@@ -10,16 +10,20 @@
 - tf.compat.v1.global_variables_initializer: initializes, then overwrites
   every global variable with rank 0's value.
 
-Fetched values (a loss, say) are this rank's slice's: TF1 has no metric
-objects to aggregate; the variables are what matches one process.
+- Session.run fetches that run with a training op: the loss given to
+  minimize or compute_gradients, and any scalar mean over the batch (tf.reduce_mean
+  of a tensor whose first dimension is the fed batch's), are returned with
+  their global-batch values (weighted by the slices' sizes); other fetches
+  are this rank's.
 """
 import numpy as np
 import tensorflow as tf
 
-from . import _collectives, _runtime, _verify_log
+from . import _collectives, _runtime
 
 _LOCAL_BATCH = "matex_local_batch_size"
 _training_ops = set()  # names of ops a patched optimizer made
+_global_values = {}    # (graph, name of a per-slice scalar) -> its value over the global batch
 
 
 def _local_batch_placeholder(graph):
@@ -38,11 +42,18 @@ def _make_compute_gradients(original):
         present = [(g, v) for g, v in pairs if g is not None]
         if not present:
             return pairs
-        n = _local_batch_placeholder(tf.compat.v1.get_default_graph())
+        graph = tf.compat.v1.get_default_graph()
+        n = _local_batch_placeholder(graph)
         weighted = [tf.math.multiply_no_nan(tf.convert_to_tensor(g), tf.cast(n, g.dtype)) for g, _ in present]
-        summed = _collectives.allreduce(weighted + [tf.reshape(n, [1])], op="sum")
-        total = summed[-1][0]
-        reduced = iter(s / tf.cast(total, s.dtype) for s in summed[:-1])
+        loss = tf.convert_to_tensor(loss) if not callable(loss) else None
+        scalar_loss = loss is not None and loss.shape.rank == 0 and loss.dtype.is_floating
+        # The loss's global-batch value rides in the same allreduce, for Session.run fetches of it.
+        extra = [tf.reshape(tf.math.multiply_no_nan(loss, tf.cast(n, loss.dtype)), [1])] if scalar_loss else []
+        summed = _collectives.allreduce(weighted + [tf.reshape(n, [1])] + extra, op="sum")
+        total = summed[len(weighted)][0]
+        if scalar_loss:
+            _global_values[(graph, loss.name)] = summed[-1][0] / tf.cast(total, loss.dtype)
+        reduced = iter(s / tf.cast(total, s.dtype) for s in summed[:len(weighted)])
         return [(next(reduced) if g is not None else None, v) for g, v in pairs]
     return compute_gradients
 
@@ -53,12 +64,8 @@ def _make_apply_gradients(original):
         op = original(self, grads_and_vars, *args, **kwargs)
         if tf.executing_eagerly():
             return op
-        variables = [v for g, v in grads_and_vars if g is not None]
-        with tf.control_dependencies([op]):
-            record = _verify_log.graph_record(variables)
-        train = tf.group(op, *([record] if record is not None else []), name="matex_train")
-        _training_ops.add(train.name)
-        return train
+        _training_ops.add(op.name)
+        return op
     return apply_gradients
 
 
@@ -98,10 +105,38 @@ def _shard_feed(feed_dict, graph):
     return sharded
 
 
+def _is_batch_mean(tensor):
+    """A scalar mean over every axis of a tensor whose first dimension is the
+    batch's (unknown in the graph: it is fed): a loss or an accuracy, say."""
+    op = tensor.op
+    return (tensor.shape.rank == 0 and tensor.dtype.is_floating and op.type == "Mean" and op.inputs[0].shape.rank
+            and op.inputs[0].shape[0] is None)
+
+
+def _global_value(graph, tensor):
+    """The global-batch value of a fetched per-slice scalar, where it can be
+    told: the loss the optimizer minimizes, or a scalar mean over the batch
+    (one grouped allreduce of n_r * value_r and n_r, built on first use, in
+    the same order on every rank). Anything else is fetched as it is."""
+    key = (graph, tensor.name)
+    if key not in _global_values and _is_batch_mean(tensor):
+        with graph.as_default():
+            n = tf.cast(_local_batch_placeholder(graph), tensor.dtype)
+            total, count = _collectives.allreduce([tf.math.multiply_no_nan(tensor, n), n], op="sum")
+            _global_values[key] = total / count
+    return _global_values.get(key, tensor)
+
+
+def _global_fetches(fetches, graph):
+    return tf.nest.map_structure(
+        lambda f: _global_value(graph, f) if isinstance(f, tf.Tensor) and f.graph is graph else f, fetches)
+
+
 def _make_session_run(original):
     def run(self, fetches, feed_dict=None, *args, **kwargs):
         if feed_dict and _runtime.size() > 1 and _fetches_training_op(fetches):
             feed_dict = _shard_feed(feed_dict, self.graph)
+            fetches = _global_fetches(fetches, self.graph)
         return original(self, fetches, feed_dict, *args, **kwargs)
     return run
 

@@ -21,7 +21,7 @@ supported path for data-parallel speed.
 import sys
 import warnings
 
-from . import _runtime, _same_data, _variable_sync, _verify_log
+from . import _import_hook, _runtime, _same_data, _variable_sync
 
 _warned = [False]
 
@@ -40,13 +40,11 @@ def _make_apply_gradients(original):
             _variable_sync.sync_before_first_apply(self, variables)
             grads = k3._reduce_gradients(grads)
         with k3._setting("reduced", True):
-            result = original(self, list(zip(grads, variables)), *args, **kwargs)
-        _verify_log.after_apply(self, variables)
-        return result
+            return original(self, list(zip(grads, variables)), *args, **kwargs)
     return apply_gradients
 
 
-def _make_fit_or_evaluate(original, after=None):
+def _make_fit_or_evaluate(original):
     from . import _keras_patches as k3
     call = original.__name__
 
@@ -59,15 +57,8 @@ def _make_fit_or_evaluate(original, after=None):
                           "batch (the same result as one process, not faster). Keras 3 is sharded.")
         arguments = k3._for_this_rank_keywords(original, self, args, kwargs)
         _same_data.check_same_arrays(arguments, call)
-        result = original(self, **arguments)
-        if after is not None:
-            after(result)
-        return result
+        return original(self, **arguments)
     return run
-
-
-def _make_evaluate(original):
-    return _make_fit_or_evaluate(original, after=_verify_log.record_evaluate)
 
 
 def _make_make_train_function(original):
@@ -94,7 +85,7 @@ def apply_all(patch):
     patch(loss_scale_optimizer.LossScaleOptimizer, "apply_gradients", _make_apply_gradients)
     patch(loss_scale_optimizer.LossScaleOptimizerV3, "apply_gradients", _make_apply_gradients)
     patch(tf_keras.Model, "fit", _make_fit_or_evaluate)
-    patch(tf_keras.Model, "evaluate", _make_evaluate)
+    patch(tf_keras.Model, "evaluate", _make_fit_or_evaluate)
     patch(tf_keras.Model, "make_train_function", _make_make_train_function)
     for writer in ("save", "save_weights"):
         patch(tf_keras.Model, writer, k3._make_save)
@@ -104,12 +95,10 @@ def apply_when_imported(patch):
     """Patches tf_keras now if the script has imported it, else right after it does."""
     module = sys.modules.get("tf_keras")
     if module is not None:
-        from . import _startup
         initializing = getattr(getattr(module, "__spec__", None), "_initializing", False)
-        if initializing and "tf_keras" not in _startup.executed:
+        if initializing and "tf_keras" not in _import_hook.executed:
             raise RuntimeError("matex: tf_keras was half imported when matex activated, so its optimizers cannot be "
                                "patched; matex refuses to train undistributed (unset MATEX_ENABLE)")
         apply_all(patch)
         return
-    from . import _startup
-    _startup.after_import("tf_keras", lambda: apply_all(patch))
+    _import_hook.after_import("tf_keras", lambda: apply_all(patch))

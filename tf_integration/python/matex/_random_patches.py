@@ -1,0 +1,124 @@
+"""Random draws of the training step are drawn for the global batch
+(MATEX_ENABLE=1, 2+ ranks), so that a rank holding rows [o, o + n) of a
+global batch of B rows draws exactly the numbers one process draws for them.
+
+TensorFlow's own random kernels are patched, below every API that reaches
+them: keras.random.* and Keras' SeedGenerator draws (stateless kernels),
+tf.random.* and tf.keras.backend.random_* (stateful kernels), and the layers
+built on them (GaussianNoise, GaussianDropout, AlphaDropout, SpatialDropout,
+the random augmentation layers). A draw whose shape's first dimension is the
+rank's n rows draws [B, ...] instead and keeps rows [o, o + n); any other
+draw is left as it is, and is the same on every rank (the seeds agree,
+_seeding.py). One kernel either way: a stateful kernel's state advances by B
+rows per draw, as in one process, also in steps where every rank holds the
+whole batch (n = B, o = 0). Cost: every rank draws the global batch's numbers.
+
+Draws in tf.data functions (input augmentation) are left alone: the input
+pipeline runs before any slicing; so are Keras variables' initial values. Draws whose result depends on per-row
+parameters (categorical logits, gamma or Poisson rates, tf.random.shuffle of
+a batch) cannot be made exact this way; a warning names the op once when its
+first dimension is the rank's row count.
+"""
+import warnings
+
+import tensorflow as tf
+
+from . import _batch_layout, _runtime, _scope
+
+# Kernels whose first argument is the output shape and that have no per-row parameters.
+_SHAPE_FIRST = {
+    "gen_random_ops": ("random_standard_normal", "random_uniform", "truncated_normal", "random_uniform_int"),
+    "gen_stateless_random_ops_v2": ("stateless_random_normal_v2", "stateless_random_uniform_v2",
+                                    "stateless_truncated_normal_v2", "stateless_random_uniform_int_v2",
+                                    "stateless_random_uniform_full_int_v2"),
+    "gen_stateless_random_ops": ("stateless_random_normal", "stateless_random_uniform", "stateless_truncated_normal",
+                                 "stateless_random_uniform_int", "stateless_random_uniform_full_int"),
+}
+# Draws that follow per-row inputs: warned about, not changed.
+_NOT_EXACT = {
+    "gen_random_ops": ("multinomial", "random_shuffle", "random_gamma", "random_poisson_v2"),
+    "gen_stateless_random_ops": ("stateless_multinomial", "stateless_random_poisson", "stateless_random_binomial"),
+    "gen_stateless_random_ops_v2": ("stateless_random_gamma_v3", "stateless_shuffle"),
+}
+_warned = set()
+
+
+def _layout():
+    """The sliced layout a draw made now belongs to, or None."""
+    if _runtime.size() == 1 or tf.distribute.has_strategy() or _scope.flag("initializing"):
+        return None  # a variable's initial value is no draw for the batch
+    if not tf.executing_eagerly() and tf.compat.v1.get_default_graph().name.startswith("Dataset_"):
+        return None  # the input pipeline
+    return _batch_layout.current()
+
+
+def _rows_of(layout, dtype):
+    return (tf.cast(layout.local, dtype), tf.cast(layout.total, dtype), tf.cast(layout.offset, dtype))
+
+
+def _make_shape_first(original):
+    def draw(shape, *args, **kwargs):
+        layout = _layout()
+        if layout is None:
+            return original(shape, *args, **kwargs)
+        shape = tf.convert_to_tensor(shape)
+        if shape.shape.rank != 1 or shape.shape[0] == 0 or not shape.dtype.is_integer:
+            return original(shape, *args, **kwargs)
+        local, total, offset = _rows_of(layout, shape.dtype)
+        rows = shape[0]
+        mine = tf.equal(rows, local)
+        # One kernel either way: the global rows and my offset when the first dimension is my slice's.
+        drawn = original(tf.concat([tf.reshape(tf.where(mine, total, rows), [1]), shape[1:]], 0), *args, **kwargs)
+        start = tf.where(mine, offset, tf.zeros_like(offset))
+        return drawn[start:start + rows]
+    return draw
+
+
+def _make_not_exact(original, name):
+    def draw(*args, **kwargs):
+        layout = _layout()
+        if layout is not None and name not in _warned and tf.executing_eagerly():
+            first = tf.convert_to_tensor(args[0]) if args else None
+            if first is not None and first.shape.rank and int(first.shape[0] or -1) == int(layout.local) \
+                    and int(layout.local) != int(layout.total):
+                _warned.add(name)
+                warnings.warn(f"matex: the random op {name} draws from per-row inputs of this rank's slice of the "
+                              "batch; it cannot be drawn for the global batch, so its numbers differ from one "
+                              "process's")
+        elif (layout is not None and name not in _warned and not tf.executing_eagerly() and args
+              and tf.convert_to_tensor(args[0]).shape.rank and tf.convert_to_tensor(args[0]).shape[0] is None):
+            _warned.add(name)  # a batch-like first dimension in a traced step
+            warnings.warn(f"matex: the random op {name} in a traced step cannot be drawn for the global batch when "
+                          "its inputs are this rank's rows; its numbers may differ from one process's")
+        return original(*args, **kwargs)
+    return draw
+
+
+def _make_initialize(original):
+    def _initialize_with_initializer(self, *args, **kwargs):
+        with _scope.setting("initializing", True):
+            return original(self, *args, **kwargs)
+    return _initialize_with_initializer
+
+
+def apply_all(patch):
+    try:
+        from keras.src.backend.common import variables
+        from keras.src.backend.tensorflow import core
+    except ImportError:
+        pass  # no Keras 3
+    else:
+        for owner in (variables.Variable, core.Variable):  # the TensorFlow backend's overrides the common one
+            if "_initialize_with_initializer" in owner.__dict__:
+                patch(owner, "_initialize_with_initializer", _make_initialize)
+    from tensorflow.python.ops import gen_random_ops, gen_stateless_random_ops, gen_stateless_random_ops_v2
+    modules = {"gen_random_ops": gen_random_ops, "gen_stateless_random_ops": gen_stateless_random_ops,
+               "gen_stateless_random_ops_v2": gen_stateless_random_ops_v2}
+    for module, names in _SHAPE_FIRST.items():
+        for name in names:
+            if hasattr(modules[module], name):
+                patch(modules[module], name, _make_shape_first)
+    for module, names in _NOT_EXACT.items():
+        for name in names:
+            if hasattr(modules[module], name):
+                patch(modules[module], name, lambda original, n=name: _make_not_exact(original, n))
