@@ -52,8 +52,9 @@ def activate():
     from . import _keras_patches, _patching, _tf_keras_patches
     _keras_patches.apply_all()
     _tf_keras_patches.apply_when_imported(_patching.patch)
-    from . import _random_patches
+    from . import _random_patches, _xla_fallback
     _random_patches.apply_all(_patching.patch)
+    _xla_fallback.apply_all(_patching.patch)
     log = _runtime.config("MATEX_VERIFY_LOG")
     if log and _runtime.rank() == 0:
         from . import _verify_log

@@ -269,9 +269,17 @@ def _wrap_scripts_steps(model):
 
 
 def _make_compile(original):
+    import inspect
+    signature = inspect.signature(original)
+
     def compile(self, *args, **kwargs):
-        kwargs["jit_compile"] = False  # matex's ops are not XLA ops
-        return original(self, *args, **kwargs)
+        bound = signature.bind(self, *args, **kwargs)
+        if bound.arguments.get("jit_compile") is True:
+            import warnings
+            warnings.warn("matex: compile(jit_compile=True) runs without XLA under MATEX_ENABLE=1: the collectives "
+                          "have no XLA kernel yet (docs/tensorflow.md)")
+        bound.arguments["jit_compile"] = False  # matex's ops are not XLA ops
+        return original(*bound.args, **bound.kwargs)
     return compile
 
 

@@ -9,16 +9,16 @@ global batch when each rank holds a slice of it (MATEX_ENABLE=1, 2+ ranks).
   gradient by n_r (see _keras_patches._reduce_gradients). A rank with an empty
   slice gets the global moments, not NaN. Cost per layer and step: two
   grouped allreduces of one value per channel forward, two backward.
-- Dropout: the mask is drawn for the whole global batch, with the layer's seed
-  exactly as one process draws it, and rank r keeps the rows of its slice. Cost:
-  every rank draws the global batch's mask.
+- Dropout: its mask is drawn for the whole global batch like every random
+  draw of the batch's shape (_random_patches.py), except with a noise_shape
+  whose first dimension is 1 (one mask row for every row).
 
 Masked BatchNormalization (a `mask` argument) keeps its local moments.
 """
 import keras
 import tensorflow as tf
 
-from . import _batch_layout, _collectives, _runtime
+from . import _batch_layout, _collectives, _runtime, _scope
 
 
 def _local_weight(dtype):
@@ -70,36 +70,15 @@ def _make_moments(original):
     return _moments
 
 
-def _global_noise_shape(x, noise_shape, total):
-    shape = tf.shape(x)
-    dims = [total] + [shape[i] if noise_shape is None or noise_shape[i] is None else noise_shape[i]
-                      for i in range(1, len(x.shape))]
-    return tf.stack([tf.cast(d, tf.int32) for d in dims])
-
-
 def _make_dropout_call(original):
+    """Dropout's mask is a random draw of the batch's shape, drawn for the
+    global batch by _random_patches. A noise_shape whose first dimension is 1
+    shares one mask row across the batch: that draw is not the batch's."""
     def call(self, inputs, training=False):
-        if (not training or self.rate <= 0 or self.rate >= 1 or _runtime.size() == 1
-                or tf.distribute.has_strategy() or (self.noise_shape is not None and self.noise_shape[0] == 1)):
-            return original(self, inputs, training=training)
-        layout = _batch_layout.current()
-        local, total, offset = layout.local, layout.total, layout.offset  # outside the branches: shared by layers
-        x = tf.convert_to_tensor(inputs)
-        from keras.src.backend.tensorflow.random import _cast_seed, draw_seed
-        seed = _cast_seed(draw_seed(self.seed_generator))  # one draw, as the one-process layer makes
-
-        def global_mask():
-            noise = _global_noise_shape(x, self.noise_shape, total)
-            mask = tf.nn.experimental.stateless_dropout(tf.ones(noise, x.dtype), rate=self.rate, noise_shape=noise,
-                                                        seed=seed)
-            return x * mask[offset:offset + local]
-
-        def local_mask():  # this batch is not the sharded one (e.g. a reshaped batch axis)
-            noise = None if self.noise_shape is None else _global_noise_shape(x, self.noise_shape, tf.shape(x)[0])
-            return tf.nn.experimental.stateless_dropout(x, rate=self.rate, noise_shape=noise, seed=seed)
-
-        matches = tf.equal(tf.cast(local, tf.int32), tf.shape(x)[0])
-        return tf.cond(matches, global_mask, local_mask)
+        if self.noise_shape is not None and self.noise_shape[0] == 1:
+            with _scope.setting("not_batch_draws", True):
+                return original(self, inputs, training=training)
+        return original(self, inputs, training=training)
     return call
 
 

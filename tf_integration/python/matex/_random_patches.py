@@ -45,8 +45,9 @@ _warned = set()
 
 def _layout():
     """The sliced layout a draw made now belongs to, or None."""
-    if _runtime.size() == 1 or tf.distribute.has_strategy() or _scope.flag("initializing"):
-        return None  # a variable's initial value is no draw for the batch
+    if (_runtime.size() == 1 or tf.distribute.has_strategy() or _scope.flag("initializing")
+            or _scope.flag("not_batch_draws")):
+        return None  # a variable's initial value, a mask shared by every row: no draw for the batch
     if not tf.executing_eagerly() and tf.compat.v1.get_default_graph().name.startswith("Dataset_"):
         return None  # the input pipeline
     return _batch_layout.current()

@@ -1,0 +1,31 @@
+"""A custom loop whose step is tf.function(jit_compile=True) and applies
+the gradients: the plain run compiles the step with XLA. Under
+MATEX_ENABLE=1 the step holds matex's allreduce, which XLA cannot compile
+yet: it must run (without XLA, after one warning) instead of failing, and
+follow the plain XLA run. matex.verify compares the plain run with N ranks."""
+import numpy as np
+import tensorflow as tf
+import keras
+
+rng = np.random.default_rng(3)
+x = rng.normal(size=(96, 5)).astype("float32")
+y = rng.normal(size=(96, 1)).astype("float32")
+ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
+keras.utils.set_random_seed(2)
+model = keras.Sequential([keras.Input(shape=(5,)), keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(1)])
+opt = keras.optimizers.SGD(0.1)
+
+
+@tf.function(jit_compile=True)
+def step(x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(model(x, training=True) - y))
+    g = tape.gradient(loss, model.trainable_variables)
+    opt.apply_gradients(zip(g, model.trainable_variables))
+    return loss
+
+
+for e in range(2):
+    for a, b in ds:
+        last = step(a, b)
+print("loss", float(last))
