@@ -2,7 +2,7 @@
 # The demo: set up, build, then show 4 ranks in 2 virtual nodes (matex-topo),
 # a checked allreduce with every algorithm on them, and an unmodified Keras
 # script trained with MATEX_ENABLE=1 on those 4 ranks, step by step against
-# the same script on 1 rank (python -m matex.verify).
+# the same script run plainly on one process (python -m matex.verify).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -18,7 +18,7 @@ echo "== allreduce on the same layout =="
 MATEX_VIRTUAL_NODES=2,2 mpirun -np 4 --oversubscribe build/bin/matex-allreduce-demo
 
 echo
-echo "== an unmodified Keras script, data-parallel: MATEX_ENABLE=1 on 2 ranks, then on 4 (2 virtual nodes), against 1 rank =="
+echo "== an unmodified Keras script, data-parallel: MATEX_ENABLE=1 on 2 ranks, then on 4 (2 virtual nodes), against the plain script on 1 process =="
 if [ ! -x build/tf-venv/bin/python ]; then
   python3 -m venv --system-site-packages build/tf-venv
 fi
