@@ -32,9 +32,9 @@ import threading
 import tensorflow as tf
 
 from . import _batch_layout, _collectives, _runtime, _scope
+from ._patching import wrap_methods_at_init
 
 _local = threading.local()
-_wrapped = set()  # (class, method) pairs already wrapped
 
 
 def _busy():
@@ -126,36 +126,11 @@ def _make_result(original):
     return result
 
 
-def _wrap_class(cls, base):
-    for klass in cls.__mro__:
-        if not (isinstance(klass, type) and issubclass(klass, base)):
-            continue
-        for name, make in (("update_state", _make_update_state), ("result", _make_result)):
-            if name in klass.__dict__ and (klass, name) not in _wrapped:
-                _wrapped.add((klass, name))
-                setattr(klass, name, make(klass.__dict__[name]))
-
-
-def _make_init(base):
-    def make(original):
-        def __init__(self, *args, **kwargs):
-            _wrap_class(type(self), base)
-            return original(self, *args, **kwargs)
-        return __init__
-    return make
-
-
-def _make_keras_own(original):
-    """Keras' own metric updates (compute_loss, compute_metrics): left alone."""
-    def call(self, *args, **kwargs):
-        with _scope.setting("keras_metrics", True):
-            return original(self, *args, **kwargs)
-    return call
-
-
 def apply_all(patch):
     from keras.src.metrics.metric import Metric
     from keras.src.trainers import trainer as base_trainer
-    patch(Metric, "__init__", _make_init(Metric))
-    patch(base_trainer.Trainer, "compute_loss", _make_keras_own)
-    patch(base_trainer.Trainer, "compute_metrics", _make_keras_own)
+    patch(Metric, "__init__", wrap_methods_at_init(
+        Metric, {"update_state": _make_update_state, "result": _make_result}, "metric patches"))
+    # Keras' own metric updates (compute_loss, compute_metrics): left alone.
+    patch(base_trainer.Trainer, "compute_loss", _scope.while_set("keras_metrics"))
+    patch(base_trainer.Trainer, "compute_metrics", _scope.while_set("keras_metrics"))

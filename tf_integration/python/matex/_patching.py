@@ -21,3 +21,29 @@ def patch(owner, name, make):
     patched._matex_patched = True
     patched.__wrapped__ = original  # inspect.signature(patched) is the original's
     setattr(owner, name, patched)
+
+
+_wrapped_methods = set()  # (class, method name, who) already wrapped by wrap_methods_at_init
+
+
+def wrap_methods_at_init(base, makers, who):
+    """A make() for base.__init__: at every instance's creation, each method
+    named in `makers` that a class of the instance's between it and `base`
+    defines itself is wrapped with makers[name], once per class, method and
+    `who` (so two patchers wrap a class once each, whatever their order)."""
+    def wrap_class(cls):
+        for klass in cls.__mro__:
+            if not (isinstance(klass, type) and issubclass(klass, base)):
+                continue
+            for name, make in makers.items():
+                key = (klass, name, who)
+                if name in klass.__dict__ and key not in _wrapped_methods:
+                    _wrapped_methods.add(key)
+                    setattr(klass, name, make(klass.__dict__[name]))
+
+    def make(original):
+        def __init__(self, *args, **kwargs):
+            wrap_class(type(self))
+            return original(self, *args, **kwargs)
+        return __init__
+    return make

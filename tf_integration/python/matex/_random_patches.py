@@ -95,13 +95,6 @@ def _make_not_exact(original, name):
     return draw
 
 
-def _make_initialize(original):
-    def _initialize_with_initializer(self, *args, **kwargs):
-        with _scope.setting("initializing", True):
-            return original(self, *args, **kwargs)
-    return _initialize_with_initializer
-
-
 def apply_all(patch):
     try:
         from keras.src.backend.common import variables
@@ -111,7 +104,7 @@ def apply_all(patch):
     else:
         for owner in (variables.Variable, core.Variable):  # the TensorFlow backend's overrides the common one
             if "_initialize_with_initializer" in owner.__dict__:
-                patch(owner, "_initialize_with_initializer", _make_initialize)
+                patch(owner, "_initialize_with_initializer", _scope.while_set("initializing"))
     from tensorflow.python.ops import gen_random_ops, gen_stateless_random_ops, gen_stateless_random_ops_v2
     modules = {"gen_random_ops": gen_random_ops, "gen_stateless_random_ops": gen_stateless_random_ops,
                "gen_stateless_random_ops_v2": gen_stateless_random_ops_v2}

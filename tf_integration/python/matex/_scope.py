@@ -20,3 +20,13 @@ def setting(name, value):
         yield
     finally:
         setattr(_state, name, old)
+
+
+def while_set(name):
+    """A make() for _patching.patch: the original runs with flag `name` set."""
+    def make(original):
+        def call(*args, **kwargs):
+            with setting(name, True):
+                return original(*args, **kwargs)
+        return call
+    return make

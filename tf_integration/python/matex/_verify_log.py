@@ -243,23 +243,6 @@ def _make_metric_result(original):
     return result
 
 
-def _wrap_metric_class(cls, base):
-    for klass in cls.__mro__:
-        if klass is object or not issubclass(klass, base):
-            continue
-        if "result" in klass.__dict__:
-            _wrap(klass, "result", _make_metric_result)
-
-
-def _make_metric_init(base):
-    def make(original):
-        def __init__(self, *args, **kwargs):
-            _wrap_metric_class(type(self), base)
-            return original(self, *args, **kwargs)
-        return __init__
-    return make
-
-
 def _install_keras3():
     import keras
     from keras.src.backend.tensorflow import trainer as tf_trainer
@@ -269,7 +252,8 @@ def _install_keras3():
     _wrap(loss_scale_optimizer.LossScaleOptimizer, "apply", lambda o: _make_apply(o, _keras3_variables))
     _wrap(tf_trainer.TensorFlowTrainer, "fit", _make_fit(keras.callbacks.LambdaCallback))
     _wrap(tf_trainer.TensorFlowTrainer, "evaluate", _make_evaluate)
-    _wrap(Metric, "__init__", _make_metric_init(Metric))
+    from ._patching import wrap_methods_at_init
+    _wrap(Metric, "__init__", wrap_methods_at_init(Metric, {"result": _make_metric_result}, "recorder"))
 
 
 def _install_tf_keras():
