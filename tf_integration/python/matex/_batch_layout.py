@@ -200,9 +200,10 @@ def reset_after_update():
         return
     snapshot = Layout(*(tf.identity(tf.convert_to_tensor(v)) for v in _variables))  # read before the reset
     if tf.executing_eagerly():
-        _eager_snapshot[0] = snapshot
+        _eager_snapshot[0] = _eager_snapshot[0] or snapshot
     else:
-        _snapshots[tf.compat.v1.get_default_graph()] = snapshot
+        # The first update of the step: a second optimizer's (a GAN's) must not snapshot the reset values.
+        _snapshots.setdefault(tf.compat.v1.get_default_graph(), snapshot)
     for variable, (_, value) in zip(_variables, _unsliced(1)):
         variable.assign(value)
 
@@ -211,17 +212,19 @@ _snapshots = weakref.WeakKeyDictionary()  # graph -> the layout its last update 
 _eager_snapshot = [None]                  # the same for eager updates, until the next element
 
 
-def of_last_step():
+def of_last_step(eager_too=False):
     """The layout of the batch the step in progress trains on: the one read
-    before its optimizer update reset the variables, when it has made one
-    (in this graph or one it is nested in), else current()."""
+    before its first optimizer update reset the variables, when it has made
+    one (in this graph or one it is nested in), else current(). Eagerly there
+    is no step to tell: current(), unless `eager_too` (a metric updated after
+    the update), which takes the snapshot until the next element."""
     if _runtime.size() == 1:
         return None
     if getattr(_state, "fit", None) is not None:
         return _state.fit
     graph = None if tf.executing_eagerly() else tf.compat.v1.get_default_graph()
     if graph is None:
-        return _eager_snapshot[0] or current()
+        return (_eager_snapshot[0] if eager_too else None) or current()
     while graph is not None:
         if graph in _snapshots:
             return _snapshots[graph]

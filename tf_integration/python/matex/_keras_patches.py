@@ -52,7 +52,7 @@ def _under_strategy():
 def _reduce_gradients(grads):
     present = [i for i, g in enumerate(grads) if g is not None]
     tensors = [tf.convert_to_tensor(grads[i]) for i in present]
-    layout = _batch_layout.current()
+    layout = _batch_layout.of_last_step()
     if layout is None or not tensors:
         reduced = _collectives.allreduce(tensors, op="average") if tensors else []
     else:

@@ -22,7 +22,7 @@ from . import _batch_layout, _collectives, _runtime, _scope
 
 
 def _local_weight(dtype):
-    layout = _batch_layout.current()
+    layout = _batch_layout.of_last_step()
     return tf.cast(layout.local, dtype) if layout is not None else tf.constant(1, dtype)
 
 

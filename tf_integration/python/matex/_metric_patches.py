@@ -72,39 +72,56 @@ def _rows_match(values, layout):
 
 def _weighted(values, weight, layout, dtype):
     """(values, sample_weight) that make this rank's update its part of one
-    process's update, or None when the update needs no change."""
+    process's update (values None: left as they are), or None when the
+    update needs no change. `values` is the update's first tensor."""
     copies = layout.copies
     if values.shape.rank != 0:
         if isinstance(copies, int) and copies == 1:
             return None  # a slice of fit's batch: the summed states are exact as they are
+        if weight is not None:
+            return None, tf.cast(weight, dtype) / tf.cast(copies, dtype)
         # One weight per row: Keras counts a scalar weight once, not once per row.
-        share = tf.fill(tf.shape(values)[:1], 1 / tf.cast(copies, dtype))
+        return None, tf.fill(tf.shape(values)[:1], 1 / tf.cast(copies, dtype))
+    local, copies = tf.cast(layout.local, dtype), tf.cast(copies, dtype)
+    share = tf.math.divide_no_nan(local, tf.cast(layout.total, dtype) * copies)
+    if weight is not None and tf.convert_to_tensor(weight).shape.rank == 0:
+        share = tf.where(tf.equal(tf.cast(weight, dtype), local), 1 / copies, share)
+    if values.dtype.is_floating:  # an empty slice's mean of nothing (NaN) adds nothing, whatever its weight
+        values = tf.where(local > 0, values, tf.zeros_like(values))
+        share = tf.where(local > 0, share, tf.zeros_like(share))
     else:
-        local, copies = tf.cast(layout.local, dtype), tf.cast(copies, dtype)
-        share = tf.math.divide_no_nan(local, tf.cast(layout.total, dtype) * copies)
-        if weight is not None and tf.convert_to_tensor(weight).shape.rank == 0:
-            share = tf.where(tf.equal(tf.cast(weight, dtype), local), 1 / copies, share)
-        if values.dtype.is_floating:
-            values = tf.where(share > 0, values, tf.zeros_like(values))  # an empty slice's NaN mean adds nothing
-    weight = share if weight is None else tf.cast(weight, dtype) * share
-    return values, weight
+        values = None
+    return values, (share if weight is None else tf.cast(weight, dtype) * share)
+
+
+def _first_tensor(value):
+    """The first tensor of an update's first argument (a tensor, or a list
+    or dict of them), or None for what is not dense (sparse, ragged)."""
+    parts = tf.nest.flatten(value)
+    if not parts:
+        return None
+    try:
+        return tf.convert_to_tensor(parts[0])
+    except (TypeError, ValueError):
+        return None
 
 
 def _make_update_state(original):
     signature = inspect.signature(original)
-    names = list(signature.parameters)
-    takes_weight = "sample_weight" in names and len(names) > 1
+    parameters = list(signature.parameters.values())
+    first = parameters[1].name if len(parameters) > 1 else None
+    takes_weight = ("sample_weight" in signature.parameters and first not in (None, "sample_weight")
+                    and parameters[1].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
     def update_state(self, *args, **kwargs):
         if (_busy() or not takes_weight or _scope.flag("keras_metrics") or _runtime.size() == 1
                 or tf.distribute.has_strategy()):
             return original(self, *args, **kwargs)
-        layout = _batch_layout.of_last_step()
+        layout = _batch_layout.of_last_step(eager_too=True)
         bound = signature.bind(self, *args, **kwargs)
-        first = names[1]
-        if layout is None or first not in bound.arguments:
+        values = _first_tensor(bound.arguments[first]) if first in bound.arguments else None
+        if layout is None or values is None:
             return original(self, *args, **kwargs)
-        values = tf.convert_to_tensor(bound.arguments[first])
         if not _rows_match(values, layout):
             layout = _batch_layout.current()
         change = _weighted(values, bound.arguments.get("sample_weight"), layout, tf.as_dtype(self.dtype))
@@ -112,7 +129,9 @@ def _make_update_state(original):
         with _Busy():
             if change is None:
                 return original(self, *args, **kwargs)
-            bound.arguments[first], bound.arguments["sample_weight"] = change
+            new_values, bound.arguments["sample_weight"] = change
+            if new_values is not None and not tf.nest.is_nested(bound.arguments[first]):
+                bound.arguments[first] = new_values
             return original(*bound.args, **bound.kwargs)
     return update_state
 

@@ -4,7 +4,7 @@ global batch of B rows draws exactly the numbers one process draws for them.
 
 TensorFlow's own random kernels are patched, below every API that reaches
 them: keras.random.* and Keras' SeedGenerator draws (stateless kernels),
-tf.random.* and tf.keras.backend.random_* (stateful kernels), and the layers
+tf.random.* and tf.keras.backend.random_* (stateful kernels), tf.random.Generator, and the layers
 built on them (GaussianNoise, GaussianDropout, AlphaDropout, SpatialDropout,
 the random augmentation layers). A draw whose shape's first dimension is the
 rank's n rows draws [B, ...] instead and keeps rows [o, o + n); any other
@@ -14,7 +14,12 @@ rows per draw, as in one process, also in steps where every rank holds the
 whole batch (n = B, o = 0). Cost: every rank draws the global batch's numbers.
 
 Draws in tf.data functions (input augmentation) are left alone: the input
-pipeline runs before any slicing; so are Keras variables' initial values. Draws whose result depends on per-row
+pipeline runs before any slicing; so are Keras variables' initial values.
+A stateful kernel (tf.random.*) in a traced custom-loop step follows one
+process only while the step is not traced again: the loop's first step of
+an epoch runs on the whole batch and the next on a slice, a new trace whose
+kernel starts its stream anew. Keras' draws (stateless, their state in a
+SeedGenerator variable) and tf.random.Generator are not affected. Draws whose result depends on per-row
 parameters (categorical logits, gamma or Poisson rates, tf.random.shuffle of
 a batch) cannot be made exact this way; a warning names the op once when its
 first dimension is the rank's row count.
@@ -22,6 +27,7 @@ first dimension is the rank's row count.
 import warnings
 
 import tensorflow as tf
+from tensorflow.python.framework import func_graph, tensor_util
 
 from . import _batch_layout, _runtime, _scope
 
@@ -40,6 +46,11 @@ _NOT_EXACT = {
     "gen_stateless_random_ops": ("stateless_multinomial", "stateless_random_poisson", "stateless_random_binomial"),
     "gen_stateless_random_ops_v2": ("stateless_random_gamma_v3", "stateless_shuffle"),
 }
+# tf.random.Generator's kernels: (resource, algorithm, shape, ...).
+_SHAPE_THIRD = {
+    "gen_stateful_random_ops": ("stateful_standard_normal_v2", "stateful_uniform", "stateful_truncated_normal",
+                                "stateful_uniform_int", "stateful_uniform_full_int"),
+}
 _warned = set()
 
 
@@ -48,31 +59,43 @@ def _layout():
     if (_runtime.size() == 1 or tf.distribute.has_strategy() or _scope.flag("initializing")
             or _scope.flag("not_batch_draws")):
         return None  # a variable's initial value, a mask shared by every row: no draw for the batch
-    if not tf.executing_eagerly() and tf.compat.v1.get_default_graph().name.startswith("Dataset_"):
-        return None  # the input pipeline
-    return _batch_layout.current()
+    graph = None if tf.executing_eagerly() else tf.compat.v1.get_default_graph()
+    if graph is not None and not isinstance(graph, func_graph.FuncGraph):
+        return None  # a TF1 graph: its batches are sliced through the feeds, not through layouts
+    while graph is not None:
+        if (getattr(graph, "name", "") or "").startswith("Dataset_"):
+            return None  # the input pipeline (a function it calls too)
+        graph = getattr(graph, "outer_graph", None)
+    return _batch_layout.of_last_step()
 
 
 def _rows_of(layout, dtype):
     return (tf.cast(layout.local, dtype), tf.cast(layout.total, dtype), tf.cast(layout.offset, dtype))
 
 
-def _make_shape_first(original):
-    def draw(shape, *args, **kwargs):
-        layout = _layout()
-        if layout is None:
-            return original(shape, *args, **kwargs)
-        shape = tf.convert_to_tensor(shape)
-        if shape.shape.rank != 1 or shape.shape[0] == 0 or not shape.dtype.is_integer:
-            return original(shape, *args, **kwargs)
-        local, total, offset = _rows_of(layout, shape.dtype)
-        rows = shape[0]
-        mine = tf.equal(rows, local)
-        # One kernel either way: the global rows and my offset when the first dimension is my slice's.
-        drawn = original(tf.concat([tf.reshape(tf.where(mine, total, rows), [1]), shape[1:]], 0), *args, **kwargs)
-        start = tf.where(mine, offset, tf.zeros_like(offset))
-        return drawn[start:start + rows]
-    return draw
+def _make_shape_arg(position):
+    """A make() for a kernel whose argument `position` is the output shape."""
+    def make(original):
+        def draw(*args, **kwargs):
+            layout = _layout()
+            if layout is None or len(args) <= position:
+                return original(*args, **kwargs)
+            shape = tf.convert_to_tensor(args[position])
+            if shape.shape.rank != 1 or shape.shape[0] == 0 or not shape.dtype.is_integer:
+                return original(*args, **kwargs)
+            local, total, offset = _rows_of(layout, shape.dtype)
+            rows = shape[0]
+            mine = tf.equal(rows, local)
+            # One kernel either way: the global rows and my offset when the first dimension is my slice's.
+            drawn_shape = tf.concat([tf.reshape(tf.where(mine, total, rows), [1]), shape[1:]], 0)
+            drawn = original(*args[:position], drawn_shape, *args[position + 1:], **kwargs)
+            start = tf.where(mine, offset, tf.zeros_like(offset))
+            out = drawn[start:start + rows]
+            if not tf.executing_eagerly():
+                out.set_shape(tensor_util.constant_value_as_shape(shape))  # the static shape of the plain draw
+            return out
+        return draw
+    return make
 
 
 def _make_not_exact(original, name):
@@ -105,13 +128,16 @@ def apply_all(patch):
         for owner in (variables.Variable, core.Variable):  # the TensorFlow backend's overrides the common one
             if "_initialize_with_initializer" in owner.__dict__:
                 patch(owner, "_initialize_with_initializer", _scope.while_set("initializing"))
-    from tensorflow.python.ops import gen_random_ops, gen_stateless_random_ops, gen_stateless_random_ops_v2
+    from tensorflow.python.ops import (gen_random_ops, gen_stateful_random_ops, gen_stateless_random_ops,
+                                       gen_stateless_random_ops_v2)
     modules = {"gen_random_ops": gen_random_ops, "gen_stateless_random_ops": gen_stateless_random_ops,
-               "gen_stateless_random_ops_v2": gen_stateless_random_ops_v2}
-    for module, names in _SHAPE_FIRST.items():
-        for name in names:
-            if hasattr(modules[module], name):
-                patch(modules[module], name, _make_shape_first)
+               "gen_stateless_random_ops_v2": gen_stateless_random_ops_v2,
+               "gen_stateful_random_ops": gen_stateful_random_ops}
+    for position, kernels in ((0, _SHAPE_FIRST), (2, _SHAPE_THIRD)):
+        for module, names in kernels.items():
+            for name in names:
+                if hasattr(modules[module], name):
+                    patch(modules[module], name, _make_shape_arg(position))
     for module, names in _NOT_EXACT.items():
         for name in names:
             if hasattr(modules[module], name):

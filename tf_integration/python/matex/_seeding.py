@@ -9,7 +9,8 @@ before or after building its datasets and models. Only where plain
 TensorFlow would draw a nondeterministic seed (no global seed and no op
 seed: an unseeded shuffle, say) does matex hand out seeds of its own, the
 same on every rank: MATEX_SEED mixed with a counter of the graph (or of the
-eager context) that creates the op. Such a run is reproducible under matex,
+eager context) that creates the op, the graph's name and the script's line
+that creates it. Such a run is reproducible under matex,
 as it is not in plain TensorFlow. Python's and NumPy's generators, which
 Keras draws its default seeds from, are seeded with MATEX_SEED on every rank
 (a script that seeds them again does so alike on every rank).
@@ -30,6 +31,19 @@ _MAXINT32 = 2**31 - 1
 def _graph_key(graph):
     """A name of the graph that is the same on every rank (no trace ids)."""
     return re.sub(r"[0-9]+", "", getattr(graph, "name", "") or "graph")
+
+
+def _call_site():
+    """file:line of the first caller outside TensorFlow, Keras and matex (the same on every rank)."""
+    import sys
+    frame = sys._getframe(2)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        generated = "__autograph_generated" in frame.f_code.co_filename  # a temporary file, named per process
+        if not generated and not module.startswith(("tensorflow", "keras", "tf_keras", "matex", "absl")):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""
 
 
 def seed_like_plain_tensorflow(seed):
@@ -56,6 +70,8 @@ def seed_like_plain_tensorflow(seed):
                 key = _graph_key(graph)
             index = next(counter)
         first = (seed ^ 0x2545F491) % _MAXINT32 or 1
+        # The script's line that creates the op tells apart graphs of one name (two ds.map(lambda ...)).
+        key = f"{key}@{_call_site()}"
         return first, (zlib.crc32(key.encode()) + index) % _MAXINT32 or 1
 
     get_seed._matex_patched = True

@@ -115,16 +115,33 @@ def _is_batch_mean(tensor):
 
 def _global_value(graph, tensor):
     """The global-batch value of a fetched per-slice scalar, where it can be
-    told: the loss the optimizer minimizes, or a scalar mean over the batch
-    (one grouped allreduce of n_r * value_r and n_r, built on first use, in
-    the same order on every rank). Anything else is fetched as it is."""
+    told: the loss the optimizer minimizes, or a scalar mean over every axis
+    of a batch-shaped tensor (its sums and element counts added across ranks,
+    one grouped allreduce built on first use, in the same order on every
+    rank: exact for masked means too). Anything else is fetched as it is, and
+    so is everything of a finalized graph, which takes no new op."""
     key = (graph, tensor.name)
     if key not in _global_values and _is_batch_mean(tensor):
+        if graph.finalized:
+            _warn_once("matex: the graph is finalized, so fetched batch means such as "
+                       f"{tensor.name} stay this rank's slice's (build the graph before finalizing it)")
+            return tensor
         with graph.as_default():
-            n = tf.cast(_local_batch_placeholder(graph), tensor.dtype)
-            total, count = _collectives.allreduce([tf.math.multiply_no_nan(tensor, n), n], op="sum")
+            values = tensor.op.inputs[0]
+            total, count = _collectives.allreduce(
+                [tf.reduce_sum(values), tf.cast(tf.size(values), tensor.dtype)], op="sum")
             _global_values[key] = total / count
     return _global_values.get(key, tensor)
+
+
+_warned = set()
+
+
+def _warn_once(message):
+    if message not in _warned:
+        _warned.add(message)
+        import warnings
+        warnings.warn(message)
 
 
 def _global_fetches(fetches, graph):

@@ -280,7 +280,10 @@ def _make_tf1_apply_gradients(original):
         op = original(self, pairs, *args, **kwargs)
         import tensorflow as tf
         if not tf.executing_eagerly():
-            _training_ops[(op.graph, op.name)] = [v for g, v in pairs if g is not None]
+            key = (op.graph, op.name)
+            _training_ops[key] = [v for g, v in pairs if g is not None]
+            with op.graph.as_default():  # now: a finalized graph takes no new op at Session.run
+                _norms[key] = [tf.norm(tf.cast(v, tf.float64)) for v in _training_ops[key]]
         return op
     return apply_gradients
 
@@ -302,9 +305,6 @@ def _make_session_run(original):
                 if number is not None:
                     _write({"kind": "fetch", "index": index, "name": fetch.name, "value": number})
             for key in trained:
-                if key not in _norms:
-                    with self.graph.as_default():
-                        _norms[key] = [tf.norm(tf.cast(v, tf.float64)) for v in _training_ops[key]]
                 norms = original(self, _norms[key])
                 _write({"kind": "step", "updates": 1, "norms": [float(n) for n in norms]})
         return result

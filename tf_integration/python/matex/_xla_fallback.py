@@ -5,7 +5,8 @@ traced again without XLA, once, with a warning naming it, instead of
 failing with XLA's "unsupported operations" error. XLA compiles before
 anything runs, so no collective has started on any rank, and every rank
 falls back alike (same script, same error). Keras' compile(jit_compile=True)
-is turned off the same way (_keras_patches). Numerically the step then
+is turned off the same way (_keras_patches). A jit_compile=True function called inside
+one without XLA is not caught (the outer function fails). Numerically the step then
 differs from a plain XLA run by rounding, and by the random numbers when it
 draws any (XLA's generators are not TensorFlow's kernels').
 """
@@ -38,6 +39,7 @@ def _make_call(original):
             self._function_cache = function_cache.FunctionCache()
             self._variable_creation_config = None
             self._no_variable_creation_config = None
+            self._created_variables = None  # else a function that made variables would run as a no-op
             return original(self, *args, **kwargs)
     return __call__
 
