@@ -25,6 +25,7 @@ import keras
 import tensorflow as tf
 
 from . import _batch_layout, _collectives, _layer_patches, _metric_patches, _runtime, _same_data, _scope, _variable_sync
+from ._patching import arguments_as_keywords
 from ._patching import patch as _patch
 
 _flag, _setting = _scope.flag, _scope.setting
@@ -186,11 +187,7 @@ def _model_has_strategy(model):
 def _for_this_rank_keywords(original, model, args, kwargs):
     """fit / evaluate arguments, positional ones too, as keywords, with progress
     output and the rank-0-only callbacks left to rank 0."""
-    import inspect
-    bound = inspect.signature(original).bind(model, *args, **kwargs)
-    arguments = dict(bound.arguments)
-    arguments.pop("self", None)
-    arguments.update(arguments.pop("kwargs", {}))
+    arguments = arguments_as_keywords(original, model, args, kwargs)
     if _runtime.rank() != 0:
         arguments["verbose"] = 0
     arguments["callbacks"] = _for_this_rank(arguments.get("callbacks"))

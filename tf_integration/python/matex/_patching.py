@@ -47,3 +47,13 @@ def wrap_methods_at_init(base, makers, who):
             return original(self, *args, **kwargs)
         return __init__
     return make
+
+
+def arguments_as_keywords(function, owner, args, kwargs):
+    """owner.function(*args, **kwargs)'s arguments, positional ones too, as
+    one dict of keywords (without self), bound by function's own signature."""
+    import inspect
+    arguments = dict(inspect.signature(function).bind(owner, *args, **kwargs).arguments)
+    arguments.pop("self", None)
+    arguments.update(arguments.pop("kwargs", {}))
+    return arguments

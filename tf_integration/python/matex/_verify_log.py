@@ -22,6 +22,8 @@ import json
 import threading
 import weakref
 
+from ._patching import arguments_as_keywords
+
 _lock = threading.Lock()
 _path = [None]
 _local = threading.local()      # depth counters of the calls being wrapped
@@ -183,19 +185,10 @@ def _make_pairs_apply(original):
 
 # ---- fit, evaluate, metrics (Keras 3 and tf_keras) -------------------------------------------------------
 
-def _bound_callbacks(original, model, args, kwargs):
-    import inspect
-    bound = inspect.signature(original).bind(model, *args, **kwargs)
-    arguments = dict(bound.arguments)
-    arguments.pop("self", None)
-    arguments.update(arguments.pop("kwargs", {}))
-    return arguments
-
-
 def _make_fit(callback_type):
     def make(original):
         def fit(self, *args, **kwargs):
-            arguments = _bound_callbacks(original, self, args, kwargs)
+            arguments = arguments_as_keywords(original, self, args, kwargs)
             callbacks = arguments.get("callbacks")
             if callbacks is None or isinstance(callbacks, (list, tuple)):
                 arguments["callbacks"] = list(callbacks or []) + [_logs_recorder(callback_type)]
