@@ -1,8 +1,11 @@
-"""A custom loop whose step is tf.function(jit_compile=True) and applies
-the gradients: the plain run compiles the step with XLA. Under
-MATEX_ENABLE=1 the step holds matex's allreduce, which XLA cannot compile
-yet: it must run (without XLA, after one warning) instead of failing, and
-follow the plain XLA run. matex.verify compares the plain run with N ranks."""
+"""A custom loop whose step is tf.function(jit_compile=True), applies the
+gradients and draws a Dropout mask: the plain run compiles the step with
+XLA, and so must every rank under MATEX_ENABLE=1, with matex's allreduce
+inside it (ops/xla_lowerings.cc) and the mask drawn by XLA's generator for
+the global batch, each rank keeping its rows. The loop's first step of an
+epoch runs on the whole batch and the next ones on slices (each a shape, and
+layout values, XLA compiles for). matex.verify compares the plain run with N
+ranks."""
 import numpy as np
 import tensorflow as tf
 import keras
@@ -12,7 +15,8 @@ x = rng.normal(size=(96, 5)).astype("float32")
 y = rng.normal(size=(96, 1)).astype("float32")
 ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
 keras.utils.set_random_seed(2)
-model = keras.Sequential([keras.Input(shape=(5,)), keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(1)])
+model = keras.Sequential([keras.Input(shape=(5,)), keras.layers.Dense(8, activation="tanh"),
+                           keras.layers.Dropout(0.25), keras.layers.Dense(1)])
 opt = keras.optimizers.SGD(0.1)
 
 

@@ -5,7 +5,7 @@ compute the expected result itself. Inputs are small integers: every sum is
 exact in every dtype. Covers allreduce (every op, every dtype, edge counts,
 groups of mixed dtypes, scale factors, tf.function, the gradient), broadcast
 (every root, bool, empty), allgather (rows that differ per rank, none, zero
-width), a shape mismatch that must fail on every rank without a hang, and the
+width), the same inside XLA-compiled functions, a shape mismatch that must fail on every rank without a hang, and the
 error before matex.init().
 
 Run: PYTHONPATH=<build>/python mpirun -np N python3 test_tf_ops.py
@@ -139,12 +139,61 @@ if SIZE > 1:
     after = matex.allreduce(tf.ones([4]), op="sum").numpy()
     check(np.array_equal(after, np.full(4, SIZE, np.float32)), "allreduce after a mismatch")
 
+# Inside XLA-compiled functions (the ops' XLA:CPU lowerings, when the library has them): a group of edge
+# counts and dtypes, reductions, broadcast from the last rank, allgather of equal rows; the compiled program
+# must hold the custom calls (not a fallback), and rows that differ between ranks fail on every rank.
+matex_native = sys.modules["matex._runtime"]
+if matex_native.xla_lowers_collectives():
+    XLA_GROUP = [(0, np.float32), (1, np.float32), (7, np.float64), (1023, np.int32), (13, tf.bfloat16.as_numpy_dtype)]
+
+    @tf.function(jit_compile=True)
+    def xla_step(tensors, flags, rows):
+        summed = matex.allreduce([t * 1 for t in tensors], op="sum")
+        biggest = matex.allreduce(tensors[2], op="max")
+        average = matex.allreduce(tensors[1], op="average")
+        return summed, biggest, average, matex.broadcast(flags, root_rank=SIZE - 1), matex.allgather(rows)
+
+    def xla_inputs(r, k):
+        return ([tf.constant(inputs(r, 7000 + k + i, n, d)) for i, (n, d) in enumerate(XLA_GROUP)],
+                tf.constant(inputs(r, 7100 + k, 6, np.int32) > 0), tf.constant(inputs(r, 7200 + k, 8, np.int64).reshape(2, 4)))
+
+    for k in range(2):  # the second call runs the compiled program again
+        mine = xla_inputs(RANK, k)
+        everyone = [xla_inputs(r, k) for r in range(SIZE)]
+        summed, biggest, average, flags, rows = xla_step(*mine)
+        for i, (n, d) in enumerate(XLA_GROUP):
+            want = sum(e[0][i].numpy().astype(np.float64) for e in everyone)
+            check(np.array_equal(summed[i].numpy().astype(np.float64), want) and summed[i].shape == (n,),
+                  f"XLA allreduce sum {np.dtype(d).name} count {n} (call {k})")
+        check(np.array_equal(biggest.numpy(), np.max([e[0][2].numpy() for e in everyone], axis=0)), f"XLA max {k}")
+        check(np.array_equal(average.numpy(), sum(e[0][1].numpy() for e in everyone) / SIZE), f"XLA average {k}")
+        check(np.array_equal(flags.numpy(), everyone[-1][1].numpy()), f"XLA broadcast bool from the last rank {k}")
+        check(np.array_equal(rows.numpy(), np.concatenate([e[2].numpy() for e in everyone])), f"XLA allgather {k}")
+    hlo = xla_step.experimental_get_compiler_ir(*xla_inputs(RANK, 0))(stage="hlo")
+    check(hlo.count("matex_xla_host_collective") == 4 + len(XLA_GROUP) - 1,
+          "the compiled program calls matex once per collective (one grouped call per dtype)")
+
+    if SIZE > 1:
+        @tf.function(jit_compile=True)
+        def xla_gather(x):
+            return matex.allgather(x, name="differs/rows")
+        # Rows 1, 2, ..., 2, 3: the middle ranks give the average, and must fail as well.
+        try:
+            xla_gather(tf.ones([1 if RANK == 0 else 3 if RANK == SIZE - 1 else 2, 2]))
+            check(False, "XLA allgather of rows that differ between ranks raised nothing")
+        except tf.errors.OpError as error:
+            check("differs/rows" in str(error) and "same first dimension" in str(error),
+                  f"XLA allgather mismatch names the tensor: {error}")
+        check(np.array_equal(xla_step(*xla_inputs(RANK, 0))[2].numpy(),
+                             sum(xla_inputs(r, 0)[0][1].numpy() for r in range(SIZE)) / SIZE), "XLA after a mismatch")
+
 # GPU kernels (host-staged) are registered whenever TensorFlow has CUDA (the test build forces them on).
 if tf.test.is_built_with_cuda():
     from tensorflow.python.framework import kernels
     for op in ("MatexAllreduce", "MatexBroadcast", "MatexAllgather"):
         devices = {k.device_type for k in kernels.get_registered_kernels_for_op(op).kernel}
-        check(devices == {"CPU", "GPU"}, f"{op} kernels for CPU and GPU, found {sorted(devices)}")
+        want = {"CPU", "GPU"} | ({"XLA_CPU_JIT"} if matex_native.xla_lowers_collectives() else set())
+        check(devices == want, f"{op} kernels for {sorted(want)}, found {sorted(devices)}")
 
 failed = np.array([len(FAILURES)], np.int64)
 total = int(matex.allreduce(tf.constant(failed), op="sum").numpy()[0])

@@ -3,7 +3,7 @@
 - starts MPI and the engine (matex.init);
 - keeps the script's seeding as plain TensorFlow has it, with every rank
   drawing alike (matex/_seeding.py);
-- turns XLA jit off (the collectives are not XLA ops);
+- keeps XLA on where it can compile the collectives (XLA:CPU), else turns XLA jit off;
 - patches Keras 3 (matex/_keras_patches.py): gradients averaged across ranks
   inside optimizer.apply, weighted by local batch size; variables broadcast
   from rank 0 before the first step of fit; every global batch sharded across
@@ -47,7 +47,8 @@ def activate():
     os.environ["MATEX_ENABLE"] = "0"
     from . import _seeding
     _seeding.seed_like_plain_tensorflow(int(_runtime.config("MATEX_SEED")))
-    tf.config.optimizer.set_jit(False)
+    if not _runtime.xla_lowers_collectives():
+        tf.config.optimizer.set_jit(False)  # auto-clustering would compile matex's ops where XLA cannot
     _abort_on_uncaught_exceptions()
     from . import _keras_patches, _patching, _tf_keras_patches
     _keras_patches.apply_all()

@@ -62,13 +62,18 @@ class Layout:
 
 
 @contextlib.contextmanager
-def in_fit(local):
+def in_fit(local, total=None, offset=None):
     old = getattr(_state, "fit", None)
-    _state.fit = Layout(local)
+    _state.fit = Layout(local, total, offset)
     try:
         yield
     finally:
         _state.fit = old
+
+
+def in_step():
+    """True inside a fit or evaluate step whose layout is set already."""
+    return getattr(_state, "fit", None) is not None
 
 
 def _layout_variables():

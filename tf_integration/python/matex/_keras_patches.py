@@ -10,7 +10,9 @@
   contiguous slices, rank r taking the r-th; the metrics' results are computed
   from their states summed over ranks (exact for sums and counts); progress
   output, ModelCheckpoint, CSVLogger and TensorBoard stay on rank 0; variables
-  are broadcast from rank 0 before the first step; jit_compile is off.
+  are broadcast from rank 0 before the first step. A step that XLA compiles
+  (jit_compile=True) gets whole batches and cuts its slice inside the step;
+  where XLA cannot compile matex's ops (a GPU), jit_compile is off.
 - custom loops: the trainable variables are broadcast from rank 0 before an
   optimizer's first update (eagerly, also when the step is traced); batched
   tf.data iteration is sliced once it feeds training (_batch_layout.py).
@@ -88,6 +90,19 @@ def _make_train_step(original):
     def train_step(self, data):
         x, _, _ = keras.utils.unpack_x_y_sample_weight(data)
         first = next(t for t in tf.nest.flatten(x) if t is not None)
+        if _batch_layout.in_step() or not _flag("sharding"):
+            # Called from a step of the script's (super().train_step): sliced there. Outside fit and
+            # evaluate (train_on_batch, a custom loop calling train_step) the batch is not sliced by
+            # matex's fit: the layout is the custom loops' (_batch_layout.current()).
+            return original(self, data)
+        if _flag("whole_batches") and _runtime.size() > 1:
+            # An XLA-compiled step gets the global batch and cuts its slice itself: the global size
+            # and the offset are then compile-time constants, as XLA needs them (random draws' shapes).
+            rows = tf.shape(first)[0]
+            lo, hi = _slice_bounds(rows)
+            data = tf.nest.map_structure(lambda t: t[lo:hi], data)
+            with _batch_layout.in_fit(hi - lo, total=rows, offset=lo):
+                return original(self, data)
         with _batch_layout.in_fit(tf.shape(first)[0]):
             return original(self, data)
     return train_step
@@ -122,12 +137,16 @@ def _make_scripts_step(original):
 
 # ---- data sharding -----------------------------------------------------------------------------------
 
-def _shard_batches(dataset):
+def _slice_bounds(rows):
+    """[lo, hi): this rank's contiguous share of a global batch of `rows`."""
     r, n = _runtime.rank(), _runtime.size()
+    return (rows * r) // n, (rows * (r + 1)) // n
 
+
+def _shard_batches(dataset):
     def cut(t):
-        b = tf.shape(t)[0]
-        return t[(b * r) // n:(b * (r + 1)) // n]
+        lo, hi = _slice_bounds(tf.shape(t)[0])
+        return t[lo:hi]
 
     def take(*batch):
         if len(batch) == 1:
@@ -140,7 +159,7 @@ def _shard_batches(dataset):
 def _make_get_data_adapter(original):
     def get_data_adapter(*args, **kwargs):
         adapter = original(*args, **kwargs)
-        if _flag("sharding") and _runtime.size() > 1:
+        if _flag("sharding") and not _flag("whole_batches") and _runtime.size() > 1:
             make_dataset = adapter.get_tf_dataset
             adapter.get_tf_dataset = lambda: _shard_batches(make_dataset())
         return adapter
@@ -194,26 +213,36 @@ def _for_this_rank_keywords(original, model, args, kwargs):
     return arguments
 
 
-def _make_fit(original):
-    def fit(self, *args, **kwargs):
+def _compiles_steps_with_xla(model):
+    return bool(getattr(model, "jit_compile", False)) and not getattr(model, "run_eagerly", False)
+
+
+def _make_sharded(original, what):
+    """fit or evaluate: each rank trains on its slice of every batch. The data
+    adapter cuts the slices, except for XLA-compiled steps, which get whole
+    batches and cut them themselves (_make_train_step)."""
+    def sharded(self, *args, **kwargs):
         if _model_has_strategy(self):
             return original(self, *args, **kwargs)
         kwargs = _for_this_rank_keywords(original, self, args, kwargs)
-        _same_data.check_same_arrays(kwargs, "fit")
-        with _setting("sharding", True):
+        _same_data.check_same_arrays(kwargs, what)
+        whole_batches = _compiles_steps_with_xla(self)
+        if getattr(self, "_matex_whole_batches", None) != whole_batches:
+            # Steps traced outside fit/evaluate (train_on_batch) or before jit_compile changed slice
+            # otherwise: traced again.
+            self.train_function = self.test_function = None
+            self._matex_whole_batches = whole_batches
+        with _setting("sharding", True), _setting("whole_batches", whole_batches):
             return original(self, **kwargs)
-    return fit
+    return sharded
+
+
+def _make_fit(original):
+    return _make_sharded(original, "fit")
 
 
 def _make_evaluate(original):
-    def evaluate(self, *args, **kwargs):
-        if _model_has_strategy(self):
-            return original(self, *args, **kwargs)
-        kwargs = _for_this_rank_keywords(original, self, args, kwargs)
-        _same_data.check_same_arrays(kwargs, "evaluate")
-        with _setting("sharding", True):
-            return original(self, **kwargs)
-    return evaluate
+    return _make_sharded(original, "evaluate")
 
 
 def _make_maybe_symbolic_build(original):
@@ -271,11 +300,13 @@ def _make_compile(original):
 
     def compile(self, *args, **kwargs):
         bound = signature.bind(self, *args, **kwargs)
+        if _runtime.xla_lowers_collectives():
+            return original(*bound.args, **bound.kwargs)  # XLA:CPU compiles the steps with matex's ops in them
         if bound.arguments.get("jit_compile") is True:
             import warnings
-            warnings.warn("matex: compile(jit_compile=True) runs without XLA under MATEX_ENABLE=1: the collectives "
-                          "have no XLA kernel yet (docs/tensorflow.md)")
-        bound.arguments["jit_compile"] = False  # matex's ops are not XLA ops
+            warnings.warn("matex: compile(jit_compile=True) runs without XLA under MATEX_ENABLE=1: matex's "
+                          "collectives have no XLA lowering for this device or build (docs/tensorflow.md)")
+        bound.arguments["jit_compile"] = False
         return original(*bound.args, **bound.kwargs)
     return compile
 

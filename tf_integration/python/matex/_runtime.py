@@ -65,6 +65,8 @@ def ops():
             _ops = tf.load_op_library(_LIBRARY)
             _native = ctypes.CDLL(_LIBRARY)
             _native.matex_tf_last_error.restype = ctypes.c_char_p
+            if hasattr(_native, "matex_tf_xla_lowerings"):
+                _native.matex_tf_xla_lowerings()  # their XLA kernels, also when TensorFlow made its own before
         return _ops
 
 
@@ -114,6 +116,15 @@ def rank():
 def size():
     _require_started()
     return _native.matex_tf_size()
+
+
+def xla_lowers_collectives():
+    """True when XLA:CPU can compile matex's ops (the op library was built
+    with its XLA lowerings, ops/xla_lowerings.cc) and no GPU is visible (on
+    a GPU, XLA places the ops on XLA:GPU, which has no lowering)."""
+    import tensorflow as tf
+    ops()
+    return hasattr(_native, "matex_tf_xla_lowerings") and bool(_native.matex_tf_xla_lowerings()) and not tf.config.list_physical_devices("GPU")
 
 
 def _require_started():

@@ -1,14 +1,16 @@
-"""A tf.function(jit_compile=True) that holds matex's collectives (a custom
-loop's step that applies gradients) cannot be compiled by XLA: the
-collectives have no XLA kernel yet. Under MATEX_ENABLE=1 such a function is
-traced again without XLA, once, with a warning naming it, instead of
-failing with XLA's "unsupported operations" error. XLA compiles before
-anything runs, so no collective has started on any rank, and every rank
-falls back alike (same script, same error). Keras' compile(jit_compile=True)
-is turned off the same way (_keras_patches). A jit_compile=True function called inside
-one without XLA is not caught (the outer function fails). Numerically the step then
-differs from a plain XLA run by rounding, and by the random numbers when it
-draws any (XLA's generators are not TensorFlow's kernels').
+"""The safety net for XLA where matex's collectives cannot be compiled: on a
+GPU (XLA:GPU has no lowering of them; ops/xla_lowerings.cc lowers them for
+XLA:CPU) or with an op library built without the lowerings. There a
+tf.function(jit_compile=True) that holds the collectives (a custom loop's
+step that applies gradients) is traced again without XLA, once, with a
+warning naming it, instead of failing with XLA's "unsupported operations"
+error. XLA compiles before anything runs, so no collective has started on
+any rank, and every rank falls back alike (same script, same error). Keras'
+compile(jit_compile=True) is turned off the same way (_keras_patches). A
+jit_compile=True function called inside one without XLA is not caught (the
+outer function fails). Numerically such a step differs from a plain XLA run
+by rounding, and by the random numbers when it draws any (XLA's generators
+are not TensorFlow's kernels').
 """
 import warnings
 
@@ -33,7 +35,7 @@ def _make_call(original):
             if not _is_ours(error):
                 raise
             warnings.warn(f"matex: tf.function {getattr(self, '_name', '?')!r} has jit_compile=True but holds matex "
-                          "collectives, which XLA cannot compile yet; it runs without XLA")
+                          "collectives, which XLA cannot compile on this device or build; it runs without XLA")
             from tensorflow.core.function.polymorphism import function_cache
             self._jit_compile = False
             self._function_cache = function_cache.FunctionCache()
