@@ -80,12 +80,7 @@ class AllreduceKernel : public AsyncOpKernel {
     const int n = context->num_inputs();
     matex_dtype_t dtype;
     OP_REQUIRES_OK_ASYNC(context, dtype_of(context->input(0), base_name_, &dtype), done);
-    const bool floating = dtype == MATEX_FLOAT16 || dtype == MATEX_BFLOAT16 || dtype == MATEX_FLOAT32 ||
-                          dtype == MATEX_FLOAT64;
-    OP_REQUIRES_ASYNC(context, floating || (op_ != MATEX_AVG && prescale_ == 1.0f && postscale_ == 1.0f),
-                      absl::InvalidArgumentError("matex: '" + base_name_ +
-                                                 "': average and scale factors need a floating dtype"),
-                      done);
+    OP_REQUIRES_OK_ASYNC(context, check_scaling(dtype, op_, prescale_, postscale_, base_name_), done);
     auto* group = new Group(context, std::move(done), n);
     std::vector<matex_tensor_op_t> ops(n);
     for (int i = 0; i < n; ++i) {

@@ -28,11 +28,24 @@ inline bool to_matex_dtype(tensorflow::DataType dtype, matex_dtype_t* out) {
   }
 }
 
-// The tensor's dtype in *out, or InvalidArgument naming the tensor and the dtype.
-inline absl::Status dtype_of(const tensorflow::Tensor& tensor, const std::string& name, matex_dtype_t* out) {
-  if (to_matex_dtype(tensor.dtype(), out)) return absl::OkStatus();
-  return absl::InvalidArgumentError("matex: '" + name + "': dtype " + tensorflow::DataTypeString(tensor.dtype()) +
+// The dtype in libmatexcomm's terms in *out, or InvalidArgument naming the tensor and the dtype.
+inline absl::Status dtype_of(tensorflow::DataType type, const std::string& name, matex_dtype_t* out) {
+  if (to_matex_dtype(type, out)) return absl::OkStatus();
+  return absl::InvalidArgumentError("matex: '" + name + "': dtype " + tensorflow::DataTypeString(type) +
                                     " is not supported");
+}
+
+inline absl::Status dtype_of(const tensorflow::Tensor& tensor, const std::string& name, matex_dtype_t* out) {
+  return dtype_of(tensor.dtype(), name, out);
+}
+
+// InvalidArgument naming the tensor when an allreduce averages or scales a dtype that is not floating.
+inline absl::Status check_scaling(matex_dtype_t dtype, matex_op_t op, double prescale, double postscale,
+                                  const std::string& name) {
+  const bool floating = dtype == MATEX_FLOAT16 || dtype == MATEX_BFLOAT16 || dtype == MATEX_FLOAT32 ||
+                        dtype == MATEX_FLOAT64;
+  if (floating || (op != MATEX_AVG && prescale == 1.0 && postscale == 1.0)) return absl::OkStatus();
+  return absl::InvalidArgumentError("matex: '" + name + "': average and scale factors need a floating dtype");
 }
 
 // The reduce_op attribute ("sum", "average", "min", "max", "product").

@@ -35,6 +35,11 @@ namespace {
 using tensorflow::XlaOpKernel;
 using tensorflow::XlaOpKernelContext;
 
+xla::Shape in_default_layout(const xla::Shape& shape) {
+  const std::vector<int64_t> dims(shape.dimensions().begin(), shape.dimensions().end());
+  return xla::ShapeUtil::MakeShapeWithDescendingLayout(shape.element_type(), dims);
+}
+
 // The operand's shape in the default layout, or an error naming the tensor.
 absl::Status default_layout_shape(XlaOpKernelContext* ctx, int index, const std::string& name, xla::Shape* out) {
   absl::StatusOr<xla::Shape> shape = ctx->InputXlaShape(index);
@@ -42,8 +47,7 @@ absl::Status default_layout_shape(XlaOpKernelContext* ctx, int index, const std:
   if (!shape->is_static()) {
     return absl::InvalidArgumentError("matex (XLA): '" + name + "' has a dynamic shape; XLA needs static shapes");
   }
-  std::vector<int64_t> dims(shape->dimensions().begin(), shape->dimensions().end());
-  *out = xla::ShapeUtil::MakeShapeWithDescendingLayout(shape->element_type(), dims);
+  *out = in_default_layout(*shape);
   return absl::OkStatus();
 }
 
@@ -96,9 +100,8 @@ void emit(XlaOpKernelContext* ctx, std::vector<xla::XlaOp> operands, std::vector
   if (std::optional<xla::XlaOp> previous = chain->last(builder)) {
     absl::StatusOr<xla::Shape> shape = builder->GetShape(*previous);
     OP_REQUIRES_OK(ctx, shape.status());
-    const std::vector<int64_t> dims(shape->dimensions().begin(), shape->dimensions().end());
     operands.push_back(*previous);
-    in_shapes.push_back(xla::ShapeUtil::MakeShapeWithDescendingLayout(shape->element_type(), dims));
+    in_shapes.push_back(in_default_layout(*shape));
   }
   const bool tuple = out_shapes.size() > 1;
   const xla::Shape result = tuple ? xla::ShapeUtil::MakeTupleShape(out_shapes) : out_shapes[0];
@@ -142,14 +145,8 @@ class XlaAllreduce : public XlaOpKernel {
   void Compile(XlaOpKernelContext* ctx) override {
     if (!initialized(ctx)) return;
     XlaCallPlan plan = plan_;
-    const tensorflow::DataType type = ctx->input_type(0);
-    OP_REQUIRES(ctx, to_matex_dtype(type, &plan.dtype) && type != tensorflow::DT_BOOL,
-                absl::InvalidArgumentError("matex: '" + base_name_ + "': dtype " + tensorflow::DataTypeString(type) +
-                                           " is not supported"));
-    const bool floating = plan.dtype == MATEX_FLOAT16 || plan.dtype == MATEX_BFLOAT16 ||
-                          plan.dtype == MATEX_FLOAT32 || plan.dtype == MATEX_FLOAT64;
-    OP_REQUIRES(ctx, floating || (plan.op != MATEX_AVG && plan.prescale == 1.0 && plan.postscale == 1.0),
-                absl::InvalidArgumentError("matex: '" + base_name_ + "': average and scale factors need a floating dtype"));
+    OP_REQUIRES_OK(ctx, dtype_of(ctx->input_type(0), base_name_, &plan.dtype));  // the op's T excludes bool
+    OP_REQUIRES_OK(ctx, check_scaling(plan.dtype, plan.op, plan.prescale, plan.postscale, base_name_));
     const int n = ctx->num_inputs();
     std::vector<xla::XlaOp> operands;
     std::vector<xla::Shape> shapes(n);
@@ -186,10 +183,7 @@ class XlaBroadcast : public XlaOpKernel {
     OP_REQUIRES(ctx, plan.root >= 0 && plan.root < size,
                 absl::InvalidArgumentError("matex: '" + base_name_ + "': root_rank " + std::to_string(plan.root) +
                                            " is not a rank of this job (0.." + std::to_string(size - 1) + ")"));
-    const tensorflow::DataType type = ctx->input_type(0);
-    OP_REQUIRES(ctx, to_matex_dtype(type, &plan.dtype),
-                absl::InvalidArgumentError("matex: '" + base_name_ + "': dtype " + tensorflow::DataTypeString(type) +
-                                           " is not supported"));
+    OP_REQUIRES_OK(ctx, dtype_of(ctx->input_type(0), base_name_, &plan.dtype));
     std::vector<xla::Shape> shapes(1);
     OP_REQUIRES_OK(ctx, default_layout_shape(ctx, 0, base_name_, &shapes[0]));
     plan.tensors.push_back({elements_of(shapes[0]), 1, base_name_});
@@ -213,22 +207,18 @@ class XlaAllgather : public XlaOpKernel {
   void Compile(XlaOpKernelContext* ctx) override {
     if (!initialized(ctx)) return;
     XlaCallPlan plan = plan_;
-    const tensorflow::DataType type = ctx->input_type(0);
-    OP_REQUIRES(ctx, to_matex_dtype(type, &plan.dtype),
-                absl::InvalidArgumentError("matex: '" + base_name_ + "': dtype " + tensorflow::DataTypeString(type) +
-                                           " is not supported"));
+    OP_REQUIRES_OK(ctx, dtype_of(ctx->input_type(0), base_name_, &plan.dtype));
     xla::Shape in;
     OP_REQUIRES_OK(ctx, default_layout_shape(ctx, 0, base_name_, &in));
     OP_REQUIRES(ctx, in.dimensions().size() >= 1,
                 absl::InvalidArgumentError("matex: '" + base_name_ + "': allgather needs a tensor of rank 1 or more"));
     std::vector<int64_t> dims(in.dimensions().begin(), in.dimensions().end());
     const size_t rows = static_cast<size_t>(dims[0]);
-    const size_t row_elements = rows == 0 ? 0 : elements_of(in) / rows;
-    dims[0] *= matex_tf_size();
-    plan.tensors.push_back({rows, row_elements == 0 ? 1 : row_elements, base_name_});
     OP_REQUIRES(ctx, rows == 0 || elements_of(in) > 0,
                 absl::InvalidArgumentError("matex (XLA): '" + base_name_ + "': rows of zero elements cannot be "
                                            "gathered inside an XLA-compiled function"));
+    plan.tensors.push_back({rows, rows == 0 ? 1 : elements_of(in) / rows, base_name_});
+    dims[0] *= matex_tf_size();
     emit(ctx, {ctx->Input(0)}, {in}, {xla::ShapeUtil::MakeShapeWithDescendingLayout(in.element_type(), dims)}, plan);
   }
 

@@ -124,7 +124,7 @@ def xla_lowers_collectives():
     a GPU, XLA places the ops on XLA:GPU, which has no lowering)."""
     import tensorflow as tf
     ops()
-    return hasattr(_native, "matex_tf_xla_lowerings") and bool(_native.matex_tf_xla_lowerings()) and not tf.config.list_physical_devices("GPU")
+    return hasattr(_native, "matex_tf_xla_lowerings") and not tf.config.list_physical_devices("GPU")
 
 
 def _require_started():
