@@ -98,6 +98,13 @@ const std::vector<ConfigEntry>& config_table() {
        "With MATEX_ENABLE=1: the seed of Python's and NumPy's generators on every rank, and of the seeds matex "
        "hands out where plain TensorFlow would draw nondeterministic ones (no global and no op seed), so that "
        "ranks draw alike. TensorFlow's own seeds are left as the script sets them."},
+      {"MATEX_INPUT_SHARDING", ConfigType::kChoice, "auto", "auto|replicate|statistical", kUnbounded, kUnbounded,
+       kSameOnAllRanks,
+       "With MATEX_ENABLE=1: how fit, evaluate and predict give each rank its rows of a tf.data or NumPy input. "
+       "auto: the per-row maps before batch() run only for this rank's rows where they are pure (the global "
+       "batch and the loss curve stay those of one process), else replicate, saying why; replicate: every rank "
+       "runs the whole pipeline and keeps its slice; statistical: as auto, but maps that draw random numbers "
+       "or keep state are cut too, so their draws differ from one process's (fast, not exact)."},
       {"MATEX_VERIFY_LOG", ConfigType::kString, "", "", kUnbounded, kUnbounded, kPerRank,
        "With MATEX_ENABLE=1: rank 0 appends JSON lines to this file: every optimizer step's variable norms, "
        "fit's logs per batch, evaluate's results, and the metric results and TF1 fetches the script reads; "

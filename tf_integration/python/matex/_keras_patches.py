@@ -6,8 +6,10 @@
   batch size (sum of n_r * g_r over the sum of n_r, in one grouped allreduce),
   so uneven slices give the gradient of the global batch's mean loss; in
   custom loops the weight is the slice _batch_layout handed out last.
-- fit / evaluate: every global batch the data adapter produces is cut into
-  contiguous slices, rank r taking the r-th; the metrics' results are computed
+- fit / evaluate / predict: every global batch the data adapter produces is
+  cut into contiguous slices, rank r taking the r-th, before the input
+  pipeline's per-row maps where they are pure (_input_sharding.py); predict
+  gathers every rank's outputs, in order; the metrics' results are computed
   from their states summed over ranks (exact for sums and counts); progress
   output, ModelCheckpoint, CSVLogger and TensorBoard stay on rank 0; variables
   are broadcast from rank 0 before the first step. A step that XLA compiles
@@ -26,7 +28,7 @@ import sys
 import keras
 import tensorflow as tf
 
-from . import _batch_layout, _collectives, _layer_patches, _metric_patches, _runtime, _same_data, _scope, _variable_sync
+from . import _batch_layout, _collectives, _input_sharding, _layer_patches, _metric_patches, _runtime, _same_data, _scope, _variable_sync
 from ._patching import arguments_as_keywords
 from ._patching import patch as _patch
 
@@ -137,33 +139,59 @@ def _make_scripts_step(original):
 
 # ---- data sharding -----------------------------------------------------------------------------------
 
-def _slice_bounds(rows):
-    """[lo, hi): this rank's contiguous share of a global batch of `rows`."""
-    r, n = _runtime.rank(), _runtime.size()
-    return (rows * r) // n, (rows * (r + 1)) // n
-
-
-def _shard_batches(dataset):
-    def cut(t):
-        lo, hi = _slice_bounds(tf.shape(t)[0])
-        return t[lo:hi]
-
-    def take(*batch):
-        if len(batch) == 1:
-            return tf.nest.map_structure(cut, batch[0])
-        return tuple(tf.nest.map_structure(cut, part) for part in batch)
-
-    return dataset.map(take)
+_slice_bounds = _input_sharding.slice_bounds
 
 
 def _make_get_data_adapter(original):
     def get_data_adapter(*args, **kwargs):
         adapter = original(*args, **kwargs)
-        if _flag("sharding") and not _flag("whole_batches") and _runtime.size() > 1:
+        if (_flag("sharding") or _flag("predicting")) and not _flag("whole_batches") and _runtime.size() > 1:
             make_dataset = adapter.get_tf_dataset
-            adapter.get_tf_dataset = lambda: _shard_batches(make_dataset())
+            adapter.get_tf_dataset = lambda: _input_sharding.for_this_rank(make_dataset())
         return adapter
     return get_data_adapter
+
+
+def _gathered(outputs):
+    """A predict step's outputs for this rank's rows, made those of the whole
+    global batch, in rank order (so in the batch's order)."""
+    def gather(t):
+        if not isinstance(t, tf.Tensor):
+            raise TypeError(f"matex: predict under MATEX_ENABLE=1 gathers every rank's outputs, and cannot gather "
+                            f"a {type(t).__name__}; set MATEX_INPUT_SHARDING=replicate for this script")
+        return _collectives.allgather(t)
+    return tf.nest.map_structure(gather, outputs)
+
+
+def _make_predict_step(original):
+    def predict_step(self, data):
+        outputs = original(self, data)
+        if _flag("predicting") and not _batch_layout.in_step():
+            return _gathered(outputs)
+        return outputs
+    return predict_step
+
+
+def _make_predict(original):
+    """predict: each rank computes the outputs of its rows of every batch, and
+    every rank returns the whole array, in order. An XLA-compiled step (whose
+    gathered rows must be alike on every rank) predicts every row on every
+    rank, as do the replicate setting and tf.distribute."""
+    def predict(self, *args, **kwargs):
+        if (_runtime.size() == 1 or _model_has_strategy(self) or _compiles_steps_with_xla(self)
+                or _runtime.config("MATEX_INPUT_SHARDING") == "replicate"):
+            return original(self, *args, **kwargs)
+        kwargs = _for_this_rank_keywords(original, self, args, kwargs)
+        _same_data.check_same_arrays(kwargs, "predict")
+        _wrap_scripts_steps(self)
+        # Its own traced function (with the gathers), kept apart from predict_on_batch's (without).
+        plain, self.predict_function = self.predict_function, getattr(self, "_matex_predict_function", None)
+        try:
+            with _setting("predicting", True):
+                return original(self, **kwargs)
+        finally:
+            self._matex_predict_function, self.predict_function = self.predict_function, plain
+    return predict
 
 
 # ---- metrics -----------------------------------------------------------------------------------------
@@ -288,10 +316,11 @@ def _make_make_test_function(original):
 def _wrap_scripts_steps(model):
     """The script's own train_step / test_step, if its model class has them."""
     from keras.src.backend.tensorflow import trainer as tf_trainer
-    for step in ("train_step", "test_step"):
+    for step, make in (("train_step", _make_scripts_step), ("test_step", _make_scripts_step),
+                       ("predict_step", _make_predict_step)):
         mine = getattr(type(model), step)
         if not getattr(mine, "_matex_patched", False) and mine is not getattr(tf_trainer.TensorFlowTrainer, step):
-            _patch(type(model), step, _make_scripts_step)
+            _patch(type(model), step, make)
 
 
 def _make_compile(original):
@@ -331,6 +360,8 @@ def apply_all():
     _patch(tf_trainer.TensorFlowTrainer, "test_step", _make_keras_step)
     _patch(tf_trainer.TensorFlowTrainer, "fit", _make_fit)
     _patch(tf_trainer.TensorFlowTrainer, "evaluate", _make_evaluate)
+    _patch(tf_trainer.TensorFlowTrainer, "predict", _make_predict)
+    _patch(tf_trainer.TensorFlowTrainer, "predict_step", _make_predict_step)
     _patch(tf_trainer.TensorFlowTrainer, "make_train_function", _make_make_train_function)
     _patch(tf_trainer.TensorFlowTrainer, "make_test_function", _make_make_test_function)
     _patch(tf_trainer.TensorFlowTrainer, "_maybe_symbolic_build", _make_maybe_symbolic_build)

@@ -1,0 +1,75 @@
+"""How each rank gets its rows of every global batch that fit, evaluate and
+predict read, by MATEX_INPUT_SHARDING:
+
+- auto (default): exact input sharding where the pipeline allows it
+  (_input_plan.py: the per-row maps run only for this rank's rows), else
+  replicate, saying once why, naming the op;
+- replicate: every rank runs the whole pipeline and keeps its contiguous
+  slice of each global batch (exact, N-fold input work);
+- statistical: as auto, but maps that draw random numbers or keep state are
+  cut too; their draws then differ from one process's (fast, not exact).
+"""
+import weakref
+
+import tensorflow as tf
+
+from . import _input_plan, _runtime
+
+_plans = weakref.WeakKeyDictionary()  # dataset -> its planned dataset, or None
+_said = set()
+
+
+def slice_bounds(rows):
+    """[lo, hi): this rank's contiguous share of a global batch of `rows`."""
+    r, n = _runtime.rank(), _runtime.size()
+    return (rows * r) // n, (rows * (r + 1)) // n
+
+
+def replicated(dataset):
+    """Every rank iterates the whole dataset and keeps its slice of each batch."""
+    def cut(t):
+        lo, hi = slice_bounds(tf.shape(t)[0])
+        return t[lo:hi]
+
+    def take(*batch):
+        if len(batch) == 1:
+            return tf.nest.map_structure(cut, batch[0])
+        return tuple(tf.nest.map_structure(cut, part) for part in batch)
+
+    return dataset.map(take)
+
+
+def _say_once(message):
+    if message in _said or _runtime.rank() != 0:
+        return
+    _said.add(message)
+    import warnings
+    warnings.warn(message, stacklevel=3)
+
+
+def _planned(dataset, statistical):
+    try:
+        return _plans[dataset]
+    except (KeyError, TypeError):
+        pass
+    planned, why = _input_plan.plan(dataset, _runtime.rank(), _runtime.size(), statistical)
+    n = _runtime.size()
+    if planned is None and why and "nothing to save" not in why:
+        _say_once(f"matex: input pipeline not sharded: {why}; each of the {n} ranks runs it on every row "
+                  f"({n}x input work). Make the map pure (per-row seeds: Dataset.random or enumerate with "
+                  "tf.random.stateless_*), or set MATEX_INPUT_SHARDING=statistical (docs/tensorflow.md)")
+    elif planned is not None and why:
+        _say_once(f"matex: input pipeline sharded below {why.split(' (before')[0]} only: {why}, so it and "
+                  f"what comes before it run on every row on each of the {n} ranks")
+    try:
+        _plans[dataset] = planned
+    except TypeError:
+        pass
+    return planned
+
+
+def for_this_rank(dataset):
+    """This rank's batches of `dataset` (a dataset of global batches)."""
+    mode = _runtime.config("MATEX_INPUT_SHARDING")
+    planned = None if mode == "replicate" else _planned(dataset, mode == "statistical")
+    return planned if planned is not None else replicated(dataset)
