@@ -19,7 +19,8 @@ if ((${#missing[@]} > 0)); then
 fi
 
 # TensorFlow for the integration (tf_integration/, tests/tf), from PyPI, into
-# the python3 on PATH, and tf_keras (Keras 2) for the test of its patches. A
+# the python3 on PATH, tf_keras (Keras 2) for the test of its patches, and h5py
+# and netCDF4 for matex.data. A
 # Debian system Python refuses pip installs unless told.
 matex_pip_install() {
   echo "setup: installing $1"
@@ -38,6 +39,9 @@ fi
 if ! python3 -c 'import tf_keras, sys; sys.exit(not tf_keras.__version__.startswith("2.21."))' 2>/dev/null; then
   matex_pip_install "tf-keras==2.21.*"
 fi
+# The file formats matex.data reads (serial builds; tests/tf/data_readers.py).
+python3 -c 'import h5py' 2>/dev/null || matex_pip_install h5py
+python3 -c 'import netCDF4' 2>/dev/null || matex_pip_install netCDF4
 
 # Open MPI refuses to run as root unless told, and needs permission to put
 # more ranks than cores on this machine (the tests use 4 ranks on 2 cores).

@@ -188,6 +188,23 @@ UniqueTopology load_topology_with_io() {
 
 }  // namespace
 
+std::vector<std::vector<int>> pus_of_cores() {
+  hwloc_topology_t raw = nullptr;
+  if (hwloc_topology_init(&raw) != 0) hwloc_failed("hwloc_topology_init");
+  UniqueTopology topology(raw);
+  if (hwloc_topology_load(raw) != 0) hwloc_failed("hwloc_topology_load");
+  hwloc_obj_type_t unit = count_of(raw, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
+  std::vector<std::vector<int>> cores;
+  for (hwloc_obj_t core = nullptr; (core = hwloc_get_next_obj_by_type(raw, unit, core));) {
+    std::vector<int> pus;
+    for (int id = hwloc_bitmap_first(core->cpuset); id != -1; id = hwloc_bitmap_next(core->cpuset, id)) {
+      pus.push_back(id);
+    }
+    if (!pus.empty()) cores.push_back(pus);
+  }
+  return cores;
+}
+
 HardwareInfo probe_hardware() {
   UniqueTopology owned = load_topology_with_io();
   hwloc_topology_t topology = owned.get();

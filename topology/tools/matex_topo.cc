@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "matex/topology/hardware.h"
 #include "matex/topology/layout.h"
+#include "matex/topology/thread_budget.h"
 #include "rank_report.h"
 #include "report_format.h"
 
@@ -111,6 +112,14 @@ int report_job(bool as_json) {
   HardwareInfo hardware;
   if (!every_rank_succeeded(rank, attempt([&] { hardware = probe_hardware(); }))) return 2;
 
+  ThreadBudget budget;
+  const std::string threads_setting = config->get_string("MATEX_THREADS");
+  if (!every_rank_succeeded(rank, attempt([&] {
+        budget = budget_threads(MPI_COMM_WORLD, layout, threads_setting);
+      }))) {
+    return 2;
+  }
+
   RankReport mine;
   mine.rank = layout.world_rank;
   mine.node = layout.node_index;
@@ -120,6 +129,8 @@ int report_job(bool as_json) {
   mine.bound_cores = hardware.bound_cores;
   mine.numa = hardware.numa_of_binding;
   mine.nearest_gpu = hardware.nearest_gpu;
+  mine.thread_cpus = format_cpu_list(budget.pus);
+  mine.threads = budget.intra_op == 0 ? "-" : std::to_string(budget.intra_op) + "/" + std::to_string(budget.inter_op);
   std::vector<RankReport> reports = gather_reports(MPI_COMM_WORLD, 0, mine);
   if (rank != 0) return 0;
 

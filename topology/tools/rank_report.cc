@@ -48,7 +48,8 @@ std::string encode_report(const RankReport& report) {
   for (int value : {report.rank, report.node, report.local_rank, report.local_size}) {
     put_field(out, std::to_string(value));
   }
-  for (const std::string* text : {&report.host, &report.bound_cores, &report.numa, &report.nearest_gpu}) {
+  for (const std::string* text : {&report.host, &report.bound_cores, &report.numa, &report.nearest_gpu,
+                                  &report.thread_cpus, &report.threads}) {
     put_field(out, *text);
   }
   return out;
@@ -65,6 +66,8 @@ RankReport decode_report(const std::string& bytes) {
   report.bound_cores = reader.next_string();
   report.numa = reader.next_string();
   report.nearest_gpu = reader.next_string();
+  report.thread_cpus = reader.next_string();
+  report.threads = reader.next_string();
   return report;
 }
 

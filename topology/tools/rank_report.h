@@ -18,6 +18,8 @@ struct RankReport {
   std::string bound_cores;
   std::string numa;
   std::string nearest_gpu;
+  std::string thread_cpus;  // the CPUs of its thread budget (topo::budget_threads)
+  std::string threads;      // "<intra-op>/<inter-op>" threads of that budget, "-" with MATEX_THREADS=off
 };
 
 // Length-prefixed fields ("<length>:<bytes>"), so any string survives.

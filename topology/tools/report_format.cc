@@ -28,7 +28,8 @@ std::string device_names(const std::vector<PciDevice>& devices) {
 
 std::vector<std::string> cells_of(const RankReport& r) {
   return {std::to_string(r.rank), std::to_string(r.node), std::to_string(r.local_rank),
-          std::to_string(r.local_size), r.host, r.bound_cores, r.numa, r.nearest_gpu};
+          std::to_string(r.local_size), r.host, r.bound_cores, r.numa, r.thread_cpus, r.threads,
+          r.nearest_gpu};
 }
 
 void print_devices_json(std::ostream& out, const std::vector<PciDevice>& devices) {
@@ -80,7 +81,8 @@ void print_text_report(std::ostream& out, const JobSummary& job, const std::vect
       << device_names(m.nics) << "\n\n";
 
   const std::vector<std::string> headers = {"rank", "node", "local_rank", "local_size",
-                                            "host", "bound_cores", "numa", "nearest_gpu"};
+                                            "host", "bound_cores", "numa", "thread_cpus", "threads",
+                                            "nearest_gpu"};
   const size_t numeric_columns = 4;  // right-aligned
   std::vector<size_t> widths;
   for (const std::string& header : headers) widths.push_back(header.size());
@@ -116,7 +118,8 @@ void print_json_report(std::ostream& out, const JobSummary& job, const std::vect
     out << (i ? ",\n  " : "\n  ") << "{\"rank\":" << r.rank << ",\"node\":" << r.node
         << ",\"local_rank\":" << r.local_rank << ",\"local_size\":" << r.local_size
         << ",\"host\":" << json_quoted(r.host) << ",\"bound_cores\":" << json_quoted(r.bound_cores)
-        << ",\"numa\":" << json_quoted(r.numa) << ",\"nearest_gpu\":" << json_quoted(r.nearest_gpu)
+        << ",\"numa\":" << json_quoted(r.numa) << ",\"thread_cpus\":" << json_quoted(r.thread_cpus)
+        << ",\"threads\":" << json_quoted(r.threads) << ",\"nearest_gpu\":" << json_quoted(r.nearest_gpu)
         << '}';
   }
   out << "],\n \"machine\":{\"packages\":" << m.packages << ",\"numa_nodes\":" << m.numa_nodes

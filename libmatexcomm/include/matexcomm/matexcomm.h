@@ -188,6 +188,30 @@ MATEX_API int matex_built_with_cuda(void);
 MATEX_API matex_status_t matex_comm_set_cuda_stream(matex_comm_t comm, void* stream);
 MATEX_API matex_status_t matex_comm_cuda_stream(matex_comm_t comm, void** stream);
 
+/* ---- CPU threads per rank ---------------------------------------------------- */
+/* How many threads a rank's framework should run, and on which CPUs. Ranks on
+ * one physical host whose CPU affinities overlap (unbound, or bound to a socket
+ * they share) get disjoint blocks of whole cores, one per rank in rank order;
+ * a rank the launcher bound apart from the others keeps its binding. A block
+ * never adds a CPU the rank's affinity lacks. MATEX_THREADS picks the split
+ * (auto, off, or cores per rank). Nothing is bound here: the caller binds its
+ * threads to `cpus` when `narrowed` says so. */
+typedef struct {
+  int cores;            /* physical cores in the block */
+  int cpu_count;        /* CPUs (PUs, hardware threads) in the block */
+  int intra_op_threads; /* threads for one op's work; 0 (MATEX_THREADS=off): the framework's default */
+  int inter_op_threads; /* ops run side by side; 0: the framework's default */
+  int narrowed;         /* 1: the block is narrower than the rank's affinity: bind to it */
+  int shared;           /* 1: more ranks than cores, so the block is a core other ranks share */
+  int starved;          /* 1: the launcher bound the rank to fewer cores than its share of the host */
+  char cpus[256];       /* the block as OS CPU indices, "0-3,8" (what taskset -c takes); "..." if cut */
+} matex_thread_budget_t;
+/* Collective over comm (the affinity of the calling thread is exchanged). On
+ * comm's rank 0, *table (when not NULL) receives a compact table of every
+ * rank's budget, cut to table_capacity bytes with a terminating NUL; elsewhere "". */
+MATEX_API matex_status_t matex_thread_budget(matex_comm_t comm, matex_thread_budget_t* budget, char* table,
+                                             size_t table_capacity);
+
 /* ---- asynchronous engine ------------------------------------------------------ */
 /* Tensors are handed over by name from any thread and complete later, in an
  * order every rank agrees on: a background thread matches names across ranks

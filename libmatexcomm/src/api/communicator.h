@@ -37,6 +37,8 @@ class Communicator {
   Communicator& operator=(const Communicator&) = delete;
 
   const topo::Layout& layout() const { return layout_; }
+  // The MATEX_* values read when it was created.
+  const Config& config() const { return config_; }
   // Where collectives add up their phases' times (null: nowhere, no clock reads).
   void set_phase_times(PhaseTimes* times) { context_.phases = times; }
   // The communicator's private duplicate of its MPI communicator.

@@ -105,6 +105,12 @@ const std::vector<ConfigEntry>& config_table() {
        "batch and the loss curve stay those of one process), else replicate, saying why; replicate: every rank "
        "runs the whole pipeline and keeps its slice; statistical: as auto, but maps that draw random numbers "
        "or keep state are cut too, so their draws differ from one process's (fast, not exact)."},
+      {"MATEX_THREADS", ConfigType::kString, "auto", "", kUnbounded, kUnbounded, kSameOnAllRanks,
+       "CPU threads per rank (matex_thread_budget; with MATEX_ENABLE=1 applied before TensorFlow starts). "
+       "auto: ranks of one host whose CPU affinities overlap get disjoint blocks of whole cores, an even "
+       "share each, are bound to them, and TensorFlow's intra-op, inter-op and tf.data pools are sized to "
+       "match; a rank the launcher bound apart keeps its binding. A number: blocks of that many cores per "
+       "rank. off: no binding, TensorFlow's defaults."},
       {"MATEX_VERIFY_LOG", ConfigType::kString, "", "", kUnbounded, kUnbounded, kPerRank,
        "With MATEX_ENABLE=1: rank 0 appends JSON lines to this file: every optimizer step's variable norms, "
        "fit's logs per batch, evaluate's results, and the metric results and TF1 fetches the script reads; "

@@ -1,6 +1,7 @@
 """What MATEX_ENABLE=1 does once the script has imported TensorFlow:
 
-- starts MPI and the engine (matex.init);
+- starts MPI and the engine (matex.init), then binds the rank to its block
+  of cores and sizes TensorFlow's thread pools to it (matex/_threads.py);
 - keeps the script's seeding as plain TensorFlow has it, with every rank
   drawing alike (matex/_seeding.py);
 - keeps XLA on where it can compile the collectives (XLA:CPU), else turns XLA jit off;
@@ -40,8 +41,9 @@ def activate():
         return
     import tensorflow as tf
 
-    from . import _runtime
+    from . import _runtime, _threads
     _runtime.init()
+    _threads.apply(_runtime.native(), _runtime.rank(), _runtime.size())  # before TensorFlow starts its pools
     # Python processes the script starts (data workers) are not ranks: keep the hook out of them.
     import os
     os.environ["MATEX_ENABLE"] = "0"

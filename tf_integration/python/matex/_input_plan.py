@@ -18,9 +18,10 @@ T back. The last, partial window gives rank r rows [lo, min(hi, b)): possibly
 none. Any contiguous, rank-ordered split is exact for the step
 (_batch_layout.Layout gathers the true sizes and offsets).
 
-Keras' NumPy adapter (index batches zipped with the arrays, then a gather) is
-recognised too: the index batch is cut before the gather, split by the batch's
-own size as before.
+Keras' NumPy adapter (index batches zipped with the arrays, then a gather) and
+matex.data's readers (index batches, then a read) are recognised too: the
+index batch is cut before the gather or the read, split by the batch's own
+size.
 
 Anything else returns None with the reason, and the caller keeps today's
 replicated path (every rank runs the whole pipeline and keeps its slice),
@@ -64,6 +65,11 @@ def _is_class_weight_map(dataset):
 def _is_keras_array_gather(dataset):
     return (_kind(dataset) in _MAP_KINDS and _map_name(dataset).endswith("slice_inputs.<locals>.grab_batch")
             and _kind(_input_of(dataset) or dataset) == "_ZipDataset")
+
+
+def _is_row_reader(dataset):
+    """matex.data's read map: an index batch in, those rows of the files out."""
+    return getattr(dataset, "_matex_row_reader", False) and _kind(dataset) in _MAP_KINDS
 
 
 def _static(tensor, what, dataset):
@@ -116,7 +122,8 @@ def _walk_suffix(dataset, rank):
     """(the batch or the NumPy gather, the suffix's replayers, outermost first)."""
     replay = []
     node = dataset
-    while node is not None and _kind(node) not in _BATCH_KINDS and not _is_keras_array_gather(node):
+    while (node is not None and _kind(node) not in _BATCH_KINDS and not _is_keras_array_gather(node)
+           and not _is_row_reader(node)):
         if _kind(node) in _MAP_KINDS and not _is_class_weight_map(node):
             raise NotPlanned(f"map '{_map_name(node)}' after the batch: it may mix rows of the global batch")
         if _kind(node) not in _SUFFIX_KINDS and not _is_class_weight_map(node):
@@ -242,6 +249,14 @@ def _array_plan(gather, rank, size):
     return zipped.map(gather._map_func._func, num_parallel_calls=tf.data.AUTOTUNE)
 
 
+def _reader_plan(reader, rank, size):
+    """matex.data: index batches -> read. The index batch is cut before the read."""
+    def cut(i):
+        rows = tf.shape(i, out_type=tf.int64)[0]
+        return i[rows * rank // size:rows * (rank + 1) // size]
+    return reader._input_dataset.map(cut).map(_reapply(reader._map_func))
+
+
 def plan(dataset, rank, size, statistical=False):
     """(rank's dataset, None) when the pipeline can be cut before its maps;
     (rank's dataset, what still runs on every rank) when only the pure maps
@@ -252,6 +267,8 @@ def plan(dataset, rank, size, statistical=False):
         stop = None
         if _is_keras_array_gather(batch):
             planned = _array_plan(batch, rank, size)
+        elif _is_row_reader(batch):
+            planned = _reader_plan(batch, rank, size)
         else:
             source, maps, stop = _walk_maps(batch, statistical)
             if not maps:

@@ -13,7 +13,7 @@ import weakref
 
 import tensorflow as tf
 
-from . import _input_plan, _runtime
+from . import _input_plan, _runtime, _threads
 
 _plans = weakref.WeakKeyDictionary()  # dataset -> its planned dataset, or None
 _said = set()
@@ -68,8 +68,18 @@ def _planned(dataset, statistical):
     return planned
 
 
+def _within_budget(dataset):
+    """tf.data's autotuner sized to the rank's CPUs (matex/_threads.py), not the machine's."""
+    cpus = _threads.cpus()
+    if not cpus or dataset.options().autotune.cpu_budget is not None:
+        return dataset  # no budget, or the script's own
+    options = tf.data.Options()
+    options.autotune.cpu_budget = cpus
+    return dataset.with_options(options)
+
+
 def for_this_rank(dataset):
     """This rank's batches of `dataset` (a dataset of global batches)."""
     mode = _runtime.config("MATEX_INPUT_SHARDING")
     planned = None if mode == "replicate" else _planned(dataset, mode == "statistical")
-    return planned if planned is not None else replicated(dataset)
+    return _within_budget(planned if planned is not None else replicated(dataset))

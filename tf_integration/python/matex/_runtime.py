@@ -70,6 +70,12 @@ def ops():
         return _ops
 
 
+def native():
+    """ctypes handle on the op library's extern "C" functions (runtime.h)."""
+    ops()
+    return _native
+
+
 def _error(what):
     return RuntimeError(f"matex: {what} failed: {_native.matex_tf_last_error().decode(errors='replace')}")
 

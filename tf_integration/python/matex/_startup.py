@@ -20,6 +20,8 @@ def install():
         return
     if _import_hook.is_watching(WATCHED):
         return
+    from . import _threads
+    _threads.env_defaults()  # before the script imports NumPy
     _import_hook.after_import(WATCHED, _activate)
 
 

@@ -31,4 +31,10 @@ struct HardwareInfo {
 // for a missing device class; throws Error(MATEX_ERR_SYSTEM) if hwloc fails.
 HardwareInfo probe_hardware();
 
+// The OS indices of every physical core's PUs (its hardware threads), cores in
+// topology order (package by package, NUMA node by NUMA node). Loads the
+// topology without I/O discovery. A machine whose cores hwloc cannot see gives
+// one "core" per PU. Throws Error(MATEX_ERR_SYSTEM) if hwloc fails.
+std::vector<std::vector<int>> pus_of_cores();
+
 }  // namespace matexcomm::topo

@@ -1,0 +1,47 @@
+// c_api_threads.cc - matex_thread_budget: the C face of topo::budget_threads.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "api/c_api_support.h"
+#include "api/communicator.h"
+#include "matex/topology/thread_budget.h"
+#include "matexcomm/matexcomm.h"
+
+using matexcomm::capi::guarded;
+using matexcomm::capi::live_comm;
+using matexcomm::capi::require_out;
+
+namespace {
+
+void copy_cut(const std::string& text, char* out, size_t capacity) {
+  if (out == nullptr || capacity == 0) return;
+  size_t n = std::min(text.size(), capacity - 1);
+  std::memcpy(out, text.data(), n);
+  out[n] = '\0';
+}
+
+}  // namespace
+
+extern "C" matex_status_t matex_thread_budget(matex_comm_t comm, matex_thread_budget_t* budget, char* table,
+                                              size_t table_capacity) {
+  return guarded([&] {
+    require_out(budget, "budget");
+    matexcomm::Communicator& c = live_comm(comm);
+    const std::string setting = c.config().get_string("MATEX_THREADS");
+    matexcomm::topo::ThreadBudget mine = matexcomm::topo::budget_threads(c.mpi_comm(), c.layout(), setting);
+    std::string text = matexcomm::topo::budget_table(c.mpi_comm(), 0, c.layout(), mine, setting);
+    *budget = matex_thread_budget_t{};
+    budget->cores = mine.cores;
+    budget->cpu_count = static_cast<int>(mine.pus.size());
+    budget->intra_op_threads = mine.intra_op;
+    budget->inter_op_threads = mine.inter_op;
+    budget->narrowed = mine.narrowed;
+    budget->shared = mine.shared;
+    budget->starved = mine.starved;
+    std::string cpus = matexcomm::topo::format_cpu_list(mine.pus);
+    if (cpus.size() >= sizeof(budget->cpus)) cpus = cpus.substr(0, sizeof(budget->cpus) - 4) + "...";
+    copy_cut(cpus, budget->cpus, sizeof(budget->cpus));
+    copy_cut(text, table, table_capacity);
+  });
+}
