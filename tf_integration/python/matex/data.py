@@ -71,49 +71,47 @@ class _Npy(RowSource):
         return self._array[rows]  # only those pages are touched
 
 
-class _Hdf5(RowSource):
+class _Field(RowSource):
+    """A named array of a file (an HDF5 dataset, a NetCDF variable), read along its first axis."""
+    KIND = ""
+
     def __init__(self, path, name):
         super().__init__(path, name)
+        try:
+            self._file, fields = self._open(path)
+        except OSError as error:
+            raise OSError(f"matex.data: {path}: not readable as {self.KIND} ({error})") from None
+        if name not in fields:
+            raise KeyError(f"matex.data: {path}: no {self.WHAT} '{name}' (it has {sorted(fields)})")
+        self._array = fields[name]
+        if self._array.ndim == 0:
+            raise ValueError(f"matex.data: {path} [{name}]: a scalar has no rows")
+        self.dtype, self.row_shape = np.dtype(self._array.dtype), tuple(self._array.shape[1:])
+
+    def __len__(self):
+        return self._array.shape[0]
+
+    def _read(self, rows):
+        return self._array[rows] if len(rows) else np.zeros((0,) + self.row_shape, self.dtype)
+
+
+class _Hdf5(_Field):
+    KIND, WHAT = "HDF5", "dataset"
+
+    def _open(self, path):
         import h5py
-        try:
-            self._file = h5py.File(path, "r")
-        except OSError as error:
-            raise OSError(f"matex.data: {path}: not readable as HDF5 ({error})") from None
-        if name not in self._file:
-            raise KeyError(f"matex.data: {path}: no dataset '{name}' (it has {sorted(self._file.keys())})")
-        self._dataset = self._file[name]
-        if self._dataset.ndim == 0:
-            raise ValueError(f"matex.data: {path} [{name}]: a scalar has no rows")
-        self.dtype, self.row_shape = self._dataset.dtype, self._dataset.shape[1:]
-
-    def __len__(self):
-        return self._dataset.shape[0]
-
-    def _read(self, rows):
-        return self._dataset[rows] if len(rows) else np.zeros((0,) + self.row_shape, self.dtype)
+        f = h5py.File(path, "r")
+        return f, f
 
 
-class _NetCdf(RowSource):
-    def __init__(self, path, name):
-        super().__init__(path, name)
+class _NetCdf(_Field):
+    KIND, WHAT = "NetCDF", "variable"
+
+    def _open(self, path):
         import netCDF4
-        try:
-            self._file = netCDF4.Dataset(path, "r")
-        except OSError as error:
-            raise OSError(f"matex.data: {path}: not readable as NetCDF ({error})") from None
-        if name not in self._file.variables:
-            raise KeyError(f"matex.data: {path}: no variable '{name}' (it has {sorted(self._file.variables)})")
-        self._variable = self._file.variables[name]
-        self._variable.set_auto_mask(False)
-        if self._variable.ndim == 0:
-            raise ValueError(f"matex.data: {path} [{name}]: a scalar has no rows")
-        self.dtype, self.row_shape = np.dtype(self._variable.dtype), tuple(self._variable.shape[1:])
-
-    def __len__(self):
-        return self._variable.shape[0]
-
-    def _read(self, rows):
-        return self._variable[rows] if len(rows) else np.zeros((0,) + self.row_shape, self.dtype)
+        f = netCDF4.Dataset(path, "r")
+        f.set_auto_mask(False)
+        return f, f.variables
 
 
 class _Csv(RowSource):
