@@ -5,7 +5,7 @@ must equal the plain pipeline's batches, batch by batch, over two epochs.
 Each map's calls are counted per rank: they must be the rank's rows only.
 Pipelines the planner must not cut are checked to return its reason.
 
-Run: PYTHONPATH=<package dir> python3 tests/tf/input_plan_unit.py
+N is 2 and 5 (and 3 for the first pipelines). Run: PYTHONPATH=<package dir> python3 tests/tf/input_plan_unit.py
 """
 import os
 import sys
@@ -62,7 +62,7 @@ def rows_of(batch):
 WINDOWS_READ_AHEAD = 16
 
 
-def check_exact(name, build, sizes=(2, 3, 5), read_ahead=0, count_calls=True):
+def check_exact(name, build, sizes=(2, 5), read_ahead=0, count_calls=True):
     """build() -> dataset; the planned ranks together must give build()'s batches."""
     tf.random.set_seed(7)
     calls[0] = 0
@@ -113,7 +113,7 @@ def slices(count, batch, drop=False, parallel=4):
 
 
 for drop in (False, True):
-    check_exact(f"slices(100) batch(32) drop={drop}", slices(100, 32, drop))
+    check_exact(f"slices(100) batch(32) drop={drop}", slices(100, 32, drop), sizes=(2, 3, 5))
 check_exact("last batch shorter than N (98 rows, batch 32)", slices(98, 32))
 check_exact("batch smaller than N (batch 2)", slices(9, 2), sizes=(3, 5))
 check_exact("two maps, sequential", lambda: tf.data.Dataset.range(50).map(lambda x: tf.cast(x, tf.float32))
@@ -205,8 +205,34 @@ check_not_planned("file cache after the batch", base.map(py_count).batch(4).cach
 check_not_planned("no map", tf.data.Dataset.range(20).shuffle(20, seed=1).batch(4), ["nothing to save"])
 planned, why = _input_plan.plan(base.map(lambda v: v + tf.random.uniform([])).map(py_count).batch(4), 0, 2)
 check("pure map below a random one is cut", planned is not None and "RandomUniform" in (why or ""), why)
-planned, why = _input_plan.plan(base.map(lambda v: v + tf.random.uniform([])).batch(4), 0, 2, statistical=True)
-check("statistical cuts a random map", planned is not None and why is None, why)
+
+
+def check_statistical(name, build, sizes=(2, 3)):
+    """statistical across a random map (noise in [0, 0.5) added to whole numbers): each rank's rows are
+    the exact plan's (their whole parts match the plain batches'), and the draws run on from window to
+    window instead of restarting in each (a window's first row differs from the previous window's)."""
+    reference = batches(build(), epochs=1)[0]
+    for n in sizes:
+        parts = []
+        for r in range(n):
+            planned, why = _input_plan.plan(build(), r, n, statistical=True)
+            check(f"{name} N={n} r={r} planned", planned is not None and why is None, why)
+            if planned is None:
+                return
+            parts.append(batches(planned, epochs=1)[0])
+        check(f"{name} N={n} batches", all(len(p) == len(reference) for p in parts),
+              f"{[len(p) for p in parts]} vs {len(reference)}")
+        for g, ref in enumerate(reference):
+            whole = np.floor(np.concatenate([p[g] for p in parts]))
+            check(f"{name} N={n} batch {g} rows", np.array_equal(whole, np.floor(ref)), f"{whole} vs {ref}")
+        noise = [p[g][0] % 1 for p in parts for g in range(len(reference) - 1) if len(p[g]) and len(p[g + 1])
+                 and p[g][0] % 1 == p[g + 1][0] % 1]
+        check(f"{name} N={n} draws run on", not noise, f"{len(noise)} windows repeat the previous one's draw")
+        print(f"ok {name} N={n}: statistical rows in place, draws not repeated", flush=True)
+
+
+check_statistical("statistical across a random map", lambda: tf.data.Dataset.range(43).map(
+    lambda v: tf.cast(v, tf.float32) * 2.0).map(lambda v: v + tf.random.uniform([], 0.0, 0.5, seed=3)).batch(8))
 
 if failures:
     print(f"{len(failures)} failure(s)")

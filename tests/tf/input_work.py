@@ -80,6 +80,21 @@ def text(directory):
     return parsed.map(lambda a, b, c, t: (count(tf.stack([a, b, c])), t)).batch(16), 333, 16
 
 
+counted_in_callbacks = [0]
+
+
+class PredictAtEpochEnd(keras.callbacks.Callback):
+    """predict from inside fit: every row, not fit's slice of them."""
+    def on_epoch_end(self, epoch, logs=None):
+        before = calls[0]
+        rows = np.concatenate([b.numpy() for b in probe])
+        got = self.model.predict(probe, verbose=0)
+        counted_in_callbacks[0] += calls[0] - before
+        if got.shape != (len(rows), 1):
+            failures.append(f"predict in a callback of fit gave {got.shape}, expected {(len(rows), 1)}")
+
+
+probe = tf.data.Dataset.from_tensor_slices(features(37)[0]).map(count).batch(8)
 keras.utils.set_random_seed(1)
 model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(16, activation="tanh"), keras.layers.Dense(1)])
 model.compile(keras.optimizers.SGD(0.05), keras.losses.BinaryCrossentropy(from_logits=True), metrics=["mae"])
@@ -91,9 +106,9 @@ with tempfile.TemporaryDirectory() as directory:
         expected = my_rows(n, batch) if name != "stateful" else n
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            calls[0] = 0
-            model.fit(dataset, epochs=EPOCHS, verbose=0)
-            fit_calls = calls[0]
+            calls[0] = counted_in_callbacks[0] = 0
+            model.fit(dataset, epochs=EPOCHS, verbose=0, callbacks=[PredictAtEpochEnd()] if name == "partial" else [])
+            fit_calls = calls[0] - counted_in_callbacks[0]
             calls[0] = 0
             model.evaluate(dataset, verbose=0)
             evaluate_calls = calls[0]
@@ -120,6 +135,22 @@ with tempfile.TemporaryDirectory() as directory:
             if predicted.shape != reference.shape or not np.allclose(predicted, reference, rtol=1e-5, atol=1e-6):
                 failures.append(f"{name}: predict gave {predicted.shape}, differing from the model on every row "
                                 f"{reference.shape}")
+
+# A script's own predict_step through super() (gathered once), and a compile that changes
+# steps_per_execution (predict traced again, every batch's outputs kept).
+class OwnPredictStep(keras.Model):
+    def predict_step(self, data):
+        return super().predict_step(data)
+
+
+inputs = keras.Input((3,))
+for name, which in (("own predict_step", OwnPredictStep(inputs, model(inputs))), ("steps_per_execution=3", model)):
+    which.compile(keras.optimizers.SGD(0.05), "mse", steps_per_execution=3)
+    dataset, _, _ = slices(97, reshuffle=False)  # 3 batches of 32 and one of 1
+    got = which.predict(dataset, verbose=0)
+    reference = which(np.concatenate([b[0].numpy() for b in dataset]), training=False).numpy()
+    if got.shape != reference.shape or not np.allclose(got, reference, rtol=1e-5, atol=1e-6):
+        failures.append(f"{name}: predict gave {got.shape}, the model on every row {reference.shape}")
 
 if failures:
     print(f"rank {rank}: " + "; ".join(failures), file=sys.stderr, flush=True)

@@ -8,9 +8,9 @@ the other ranks got (one allgather of each rank's CPU bitmap):
 - with no more ranks on the machine than CPUs, the blocks are disjoint and
   together cover every CPU; with more, every CPU is used and no rank has more
   than one;
-- TensorFlow's intra-op pool is sized to the block's CPUs (this machine has no
-  SMT siblings to tell apart), its inter-op pool to 1 (blocks of at most 4
-  cores), unless TF_NUM_INTRAOP_THREADS is set, which wins;
+- TensorFlow's intra-op pool is sized to the block's physical cores (read from
+  sysfs), its inter-op pool to 1 (2 above 4 cores), unless
+  TF_NUM_INTRAOP_THREADS is set, which wins;
 - OMP_NUM_THREADS defaults to the rank's share;
 - MATEX_THREADS=off leaves every CPU to every rank and TensorFlow's defaults.
 Run: MATEX_ENABLE=1 mpirun -np N --bind-to none python tests/tf/thread_budget.py
@@ -35,6 +35,19 @@ def expect(condition, what):
         failures.append(what)
 
 
+def physical_cores(cpus):
+    """Distinct (package, core) pairs of the CPUs, from sysfs (each CPU its own core where it is not readable)."""
+    found = set()
+    for cpu in cpus:
+        base = f"/sys/devices/system/cpu/cpu{cpu}/topology/"
+        try:
+            with open(base + "physical_package_id") as p, open(base + "core_id") as c:
+                found.add((p.read().strip(), c.read().strip()))
+        except OSError:
+            found.add(("cpu", str(cpu)))
+    return len(found)
+
+
 bitmap = np.zeros([1, machine], np.int32)
 bitmap[0, mine] = 1
 everyone = matex.allgather(tf.constant(bitmap)).numpy()
@@ -54,11 +67,12 @@ else:
     else:
         expect((counts >= 1).all() and (everyone.sum(axis=1) == 1).all(),
                f"more ranks than CPUs: blocks {everyone.tolist()}")
+    cores = physical_cores(mine)
     if "TF_NUM_INTRAOP_THREADS" in os.environ:
         expect(intra == 0, f"TF_NUM_INTRAOP_THREADS is set, yet matex set the pool to {intra}")
-    else:
-        expect(intra == len(mine), f"intra-op pool {intra}, block of {len(mine)} CPUs")
-    expect(inter == 1, f"inter-op pool {inter}, expected 1 for a block of at most 4 cores")
+    elif size <= machine:
+        expect(intra == cores, f"intra-op pool {intra}, block of {cores} cores ({mine})")
+    expect(inter == (1 if cores <= 4 else 2), f"inter-op pool {inter} for a block of {cores} cores")
     share = max(1, machine // size) if size <= machine else 1
     expect(os.environ.get("OMP_NUM_THREADS") == str(share),
            f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}, expected the share {share}")

@@ -28,8 +28,8 @@ TEST(CApiWithoutInit, NullCommIsRejected) {
   expect_error(matex_finalize(nullptr), MATEX_ERR_INVALID_ARG, "comm");
   expect_error(matex_init(nullptr), MATEX_ERR_INVALID_ARG, "comm");
   matex_thread_budget_t budget;
-  expect_error(matex_thread_budget(nullptr, &budget, nullptr, 0), MATEX_ERR_NOT_INITIALIZED, "comm");
-  expect_error(matex_thread_budget(nullptr, nullptr, nullptr, 0), MATEX_ERR_INVALID_ARG, "budget");
+  expect_error(matex_thread_budget(nullptr, &budget, nullptr, 0, nullptr, 0), MATEX_ERR_NOT_INITIALIZED, "comm");
+  expect_error(matex_thread_budget(nullptr, nullptr, nullptr, 0, nullptr, 0), MATEX_ERR_INVALID_ARG, "budget");
 }
 
 TEST(CApiWithoutInit, ForgedHandleIsRejectedNotDereferenced) {

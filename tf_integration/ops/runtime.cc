@@ -76,14 +76,15 @@ int matex_tf_rank(void) { return runtime().rank; }
 void matex_tf_abort(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
 int matex_tf_size(void) { return runtime().size; }
 const char* matex_tf_last_error(void) { return runtime().error.c_str(); }
-int matex_tf_thread_budget(matex_thread_budget_t* budget, char* table, size_t table_capacity) {
+int matex_tf_thread_budget(matex_thread_budget_t* budget, int* cpus, size_t cpus_capacity, char* table,
+                           size_t table_capacity) {
   Runtime& r = runtime();
   std::lock_guard<std::mutex> lock(r.mutex);
   if (r.comm == nullptr) {
     r.error = "matex is not initialized";
     return 1;
   }
-  if (matex_thread_budget(r.comm, budget, table, table_capacity) != MATEX_SUCCESS) {
+  if (matex_thread_budget(r.comm, budget, cpus, cpus_capacity, table, table_capacity) != MATEX_SUCCESS) {
     return fail(r, "matex_thread_budget");
   }
   return 0;

@@ -28,5 +28,6 @@ int matex_tf_size(void);
 const char* matex_tf_last_error(void);
 // Collective: this rank's CPU block and thread counts (matex_thread_budget on
 // the runtime's communicator); rank 0's *table gets every rank's. 0 on success.
-int matex_tf_thread_budget(matex_thread_budget_t* budget, char* table, size_t table_capacity);
+int matex_tf_thread_budget(matex_thread_budget_t* budget, int* cpus, size_t cpus_capacity, char* table,
+                           size_t table_capacity);
 }

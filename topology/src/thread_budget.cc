@@ -77,12 +77,10 @@ std::vector<std::vector<size_t>> overlap_groups(const std::vector<std::vector<in
   return groups;
 }
 
-void split_group(const std::vector<size_t>& members, const std::vector<std::vector<int>>& masks,
-                 const std::vector<std::vector<int>>& cores, const CoreIndex& index, int cores_per_rank,
-                 std::vector<ThreadBudget>& budgets) {
-  std::set<int> covered;
-  for (size_t k : members) covered.insert(masks[k].begin(), masks[k].end());
-  std::vector<std::vector<int>> group_cores;  // the cores the group's masks touch, in topology order
+// The group's cores, in topology order, as the PUs of each that the group's masks cover.
+std::vector<std::vector<int>> cores_covered(const std::set<int>& covered, const std::vector<std::vector<int>>& cores,
+                                            const CoreIndex& index) {
+  std::vector<std::vector<int>> group_cores;
   for (const std::vector<int>& core : cores) {
     std::vector<int> mine;
     for (int pu : core) {
@@ -93,29 +91,85 @@ void split_group(const std::vector<size_t>& members, const std::vector<std::vect
   for (int pu : covered) {
     if (index.core_of(pu) < 0) group_cores.push_back({pu});
   }
+  return group_cores;
+}
+
+// Whole cores to the ranks of one overlap group: each rank's quota (an even
+// share in rank order, or cores_per_rank) from the free cores its own mask
+// covers, lowest first, the ranks with the narrowest masks choosing first, so
+// that a rank confined to few cores still gets them. Cores left over go to the
+// ranks (that can use them) with the fewest. A rank that finds no free core
+// shares the least-used core of its mask.
+void split_group(const std::vector<size_t>& members, const std::vector<std::vector<int>>& masks,
+                 const std::vector<std::vector<int>>& cores, const CoreIndex& index, int cores_per_rank,
+                 std::vector<ThreadBudget>& budgets) {
+  std::set<int> covered;
+  for (size_t k : members) covered.insert(masks[k].begin(), masks[k].end());
+  const std::vector<std::vector<int>> group_cores = cores_covered(covered, cores, index);
   const size_t c = group_cores.size();
   const size_t m = members.size();
+  std::vector<std::set<int>> own(m);
+  std::vector<size_t> quota(m);
+  for (size_t k = 0; k < m; ++k) {
+    own[k] = std::set<int>(masks[members[k]].begin(), masks[members[k]].end());
+    if (cores_per_rank > 0) {
+      quota[k] = static_cast<size_t>(cores_per_rank);
+    } else {
+      quota[k] = c >= m ? (k + 1) * c / m - k * c / m : (k < c ? 1 : 0);  // fewer cores: one each, round-robin
+    }
+  }
+  auto usable = [&](size_t k, size_t core) {
+    return std::any_of(group_cores[core].begin(), group_cores[core].end(), [&](int pu) { return own[k].count(pu); });
+  };
+  std::vector<size_t> order(m);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return own[a].size() < own[b].size(); });
+  std::vector<int> users(c, 0);
+  std::vector<std::vector<size_t>> chosen(m);
+  for (size_t k : order) {
+    for (size_t core = 0; core < c && chosen[k].size() < quota[k]; ++core) {
+      if (users[core] == 0 && usable(k, core)) {
+        chosen[k].push_back(core);
+        ++users[core];
+      }
+    }
+  }
+  if (cores_per_rank <= 0) {
+    for (size_t core = 0; core < c; ++core) {  // cores nobody took: to the usable rank with the fewest
+      if (users[core] != 0) continue;
+      size_t best = m;
+      for (size_t k = 0; k < m; ++k) {
+        if (usable(k, core) && (best == m || chosen[k].size() < chosen[best].size())) best = k;
+      }
+      if (best != m) {
+        chosen[best].push_back(core);
+        ++users[core];
+      }
+    }
+  }
   for (size_t k = 0; k < m; ++k) {
     ThreadBudget& budget = budgets[members[k]];
-    std::vector<size_t> chosen;
-    if (cores_per_rank > 0) {
-      for (size_t i = 0; i < std::min<size_t>(cores_per_rank, c); ++i) chosen.push_back((k * cores_per_rank + i) % c);
-      budget.shared = static_cast<size_t>(cores_per_rank) * m > c;
-    } else if (c >= m) {
-      for (size_t i = k * c / m; i < (k + 1) * c / m; ++i) chosen.push_back(i);
-    } else {
-      chosen.push_back(k % c);
-      budget.shared = true;
+    if (chosen[k].empty()) {  // more ranks than cores: the least-used core it may run on
+      size_t best = c;
+      for (size_t core = 0; core < c; ++core) {
+        if (usable(k, core) && (best == c || users[core] < users[best])) best = core;
+      }
+      if (best != c) {
+        chosen[k].push_back(best);
+        ++users[best];
+      }
     }
-    std::set<int> own(masks[members[k]].begin(), masks[members[k]].end());
-    for (size_t i : chosen) {
-      for (int pu : group_cores[i]) {
-        if (own.count(pu)) budget.pus.push_back(pu);  // never a PU the rank's own mask lacks
+    for (size_t core : chosen[k]) {
+      for (int pu : group_cores[core]) {
+        if (own[k].count(pu)) budget.pus.push_back(pu);  // never a PU the rank's own mask lacks
       }
     }
     std::sort(budget.pus.begin(), budget.pus.end());
     if (budget.pus.empty()) budget.pus = masks[members[k]];
-    budget.narrowed = budget.pus.size() < own.size();
+    budget.narrowed = budget.pus.size() < own[k].size();
+  }
+  for (size_t k = 0; k < m; ++k) {
+    for (size_t core : chosen[k]) budgets[members[k]].shared = budgets[members[k]].shared || users[core] > 1;
   }
 }
 
@@ -178,11 +232,32 @@ std::vector<int> affinity_of_this_thread() {
   return pus;
 }
 
+// Collective: raises on every rank when `failure` is not empty on some rank,
+// so that no rank goes on to an exchange the failed one will not join.
+void agree(MPI_Comm comm, const std::string& failure) {
+  int ok = failure.empty() ? 1 : 0;
+  int all_ok = 0;
+  check_mpi(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce (thread budget agreement)");
+  if (all_ok == 0) {
+    MATEX_RAISE(MATEX_ERR_SYSTEM, failure.empty() ? "the thread budget failed on another rank" : failure);
+  }
+}
+
 }  // namespace
 
 ThreadBudget budget_threads(MPI_Comm comm, const Layout& layout, const std::string& setting) {
-  const int mode = parse_threads_setting(setting);
-  std::vector<int> mine = affinity_of_this_thread();
+  int mode = kThreadsAuto;
+  std::vector<int> mine;
+  std::vector<std::vector<int>> cores;
+  std::string failure;
+  try {  // everything that can fail here, before any exchange
+    mode = parse_threads_setting(setting);
+    mine = affinity_of_this_thread();
+    cores = pus_of_cores();
+  } catch (const Error& error) {
+    failure = error.message();
+  }
+  agree(comm, failure);
   int highest = mine.empty() ? 0 : mine.back();
   int words_needed = highest / 64 + 1;
   int words = 0;
@@ -193,7 +268,7 @@ ThreadBudget budget_threads(MPI_Comm comm, const Layout& layout, const std::stri
   check_mpi(MPI_Allgather(bitmap.data(), words, MPI_UINT64_T, all.data(), words, MPI_UINT64_T, comm),
             "MPI_Allgather (affinities)");
   if (mode == kThreadsOff) {  // the rank's own affinity, described, and the framework's defaults
-    ThreadBudget kept = split_host_affinities({mine}, pus_of_cores(), kThreadsAuto)[0];
+    ThreadBudget kept = split_host_affinities({mine}, cores, kThreadsAuto)[0];
     kept.intra_op = kept.inter_op = 0;
     kept.starved = false;
     return kept;
@@ -212,7 +287,7 @@ ThreadBudget budget_threads(MPI_Comm comm, const Layout& layout, const std::stri
     }
     masks.push_back(pus);
   }
-  return split_host_affinities(masks, pus_of_cores(), mode)[me];
+  return split_host_affinities(masks, cores, mode)[me];
 }
 
 namespace {

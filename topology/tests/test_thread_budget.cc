@@ -104,15 +104,23 @@ TEST(ThreadBudget, MoreRanksThanCoresShareRoundRobin) {
   }
 }
 
-TEST(ThreadBudget, NeverAddsACpuTheRankLacks) {
-  // Rank 1's mask is a subset of rank 0's: its block must stay inside it.
+TEST(ThreadBudget, NeverAddsACpuTheRankLacksAndStaysDisjoint) {
+  // Rank 1's mask is a subset of rank 0's: it chooses first, inside its mask; rank 0 gets the rest.
   std::vector<ThreadBudget> b = split_host_affinities({range(0, 7), range(0, 3)}, host(8), 0);
-  for (int pu : b[1].pus) EXPECT_LE(pu, 3);
-  EXPECT_FALSE(b[1].pus.empty());
-  // If its share lies outside its mask entirely, it keeps its mask.
+  EXPECT_EQ(b[1].pus, range(0, 3));
+  EXPECT_EQ(b[0].pus, range(4, 7));
+  expect_disjoint(b);
+  // A mask narrower than its share: it keeps all of it, and the cores it cannot use go to rank 0.
   std::vector<ThreadBudget> c = split_host_affinities({range(0, 7), range(0, 1)}, host(8), 0);
   EXPECT_EQ(c[1].pus, range(0, 1));
   EXPECT_FALSE(c[1].narrowed);
+  EXPECT_EQ(c[0].pus, range(2, 7));
+  expect_disjoint(c);
+  // Three ranks, one confined to core 5 of a shared 0-7: it gets core 5, the others split the rest.
+  std::vector<ThreadBudget> d = split_host_affinities({range(0, 7), range(0, 7), {5}}, host(8), 0);
+  EXPECT_EQ(d[2].pus, Pus{5});
+  expect_disjoint(d);
+  EXPECT_EQ(d[0].pus.size() + d[1].pus.size(), 7u);
 }
 
 TEST(ThreadBudget, CoresPerRankSetting) {
@@ -120,9 +128,11 @@ TEST(ThreadBudget, CoresPerRankSetting) {
   EXPECT_EQ(b[0].pus, range(0, 1));
   EXPECT_EQ(b[1].pus, range(2, 3));
   EXPECT_FALSE(b[0].shared);
+  // 2 x 3 cores on a 4-core host: blocks as far as the cores go, still disjoint.
   std::vector<ThreadBudget> wide = split_host_affinities({range(0, 3), range(0, 3)}, host(4), 3);
-  EXPECT_TRUE(wide[1].shared);  // 2 x 3 cores on a 4-core host
-  EXPECT_EQ(wide[1].pus, (Pus{0, 1, 3}));
+  EXPECT_EQ(wide[0].pus, range(0, 2));
+  EXPECT_EQ(wide[1].pus, Pus{3});
+  expect_disjoint(wide);
 }
 
 TEST(ThreadBudget, OneRankAndNoRanks) {

@@ -204,13 +204,15 @@ typedef struct {
   int narrowed;         /* 1: the block is narrower than the rank's affinity: bind to it */
   int shared;           /* 1: more ranks than cores, so the block is a core other ranks share */
   int starved;          /* 1: the launcher bound the rank to fewer cores than its share of the host */
-  char cpus[256];       /* the block as OS CPU indices, "0-3,8" (what taskset -c takes); "..." if cut */
 } matex_thread_budget_t;
-/* Collective over comm (the affinity of the calling thread is exchanged). On
+/* Collective over comm (the affinity of the calling thread is exchanged).
+ * cpus (when not NULL) receives the block's OS CPU indices, cpu_count of them;
+ * with cpus_capacity below cpu_count the call fails with MATEX_ERR_INVALID_ARG
+ * (after the exchange, on that rank only; *budget is filled all the same). On
  * comm's rank 0, *table (when not NULL) receives a compact table of every
  * rank's budget, cut to table_capacity bytes with a terminating NUL; elsewhere "". */
-MATEX_API matex_status_t matex_thread_budget(matex_comm_t comm, matex_thread_budget_t* budget, char* table,
-                                             size_t table_capacity);
+MATEX_API matex_status_t matex_thread_budget(matex_comm_t comm, matex_thread_budget_t* budget, int* cpus,
+                                             size_t cpus_capacity, char* table, size_t table_capacity);
 
 /* ---- asynchronous engine ------------------------------------------------------ */
 /* Tensors are handed over by name from any thread and complete later, in an

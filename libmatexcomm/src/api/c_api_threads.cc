@@ -5,6 +5,7 @@
 
 #include "api/c_api_support.h"
 #include "api/communicator.h"
+#include "core/error.h"
 #include "matex/topology/thread_budget.h"
 #include "matexcomm/matexcomm.h"
 
@@ -23,8 +24,8 @@ void copy_cut(const std::string& text, char* out, size_t capacity) {
 
 }  // namespace
 
-extern "C" matex_status_t matex_thread_budget(matex_comm_t comm, matex_thread_budget_t* budget, char* table,
-                                              size_t table_capacity) {
+extern "C" matex_status_t matex_thread_budget(matex_comm_t comm, matex_thread_budget_t* budget, int* cpus,
+                                              size_t cpus_capacity, char* table, size_t table_capacity) {
   return guarded([&] {
     require_out(budget, "budget");
     matexcomm::Communicator& c = live_comm(comm);
@@ -39,9 +40,12 @@ extern "C" matex_status_t matex_thread_budget(matex_comm_t comm, matex_thread_bu
     budget->narrowed = mine.narrowed;
     budget->shared = mine.shared;
     budget->starved = mine.starved;
-    std::string cpus = matexcomm::topo::format_cpu_list(mine.pus);
-    if (cpus.size() >= sizeof(budget->cpus)) cpus = cpus.substr(0, sizeof(budget->cpus) - 4) + "...";
-    copy_cut(cpus, budget->cpus, sizeof(budget->cpus));
     copy_cut(text, table, table_capacity);
+    if (cpus != nullptr) {
+      MATEX_REQUIRE(cpus_capacity >= mine.pus.size(), MATEX_ERR_INVALID_ARG,
+                    "cpus_capacity is " + std::to_string(cpus_capacity) + ", the block has " +
+                        std::to_string(mine.pus.size()) + " CPUs");
+      std::copy(mine.pus.begin(), mine.pus.end(), cpus);
+    }
   });
 }

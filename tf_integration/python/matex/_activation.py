@@ -43,6 +43,7 @@ def activate():
 
     from . import _runtime, _threads
     _runtime.init()
+    _abort_on_uncaught_exceptions()
     _threads.apply(_runtime.native(), _runtime.rank(), _runtime.size())  # before TensorFlow starts its pools
     # Python processes the script starts (data workers) are not ranks: keep the hook out of them.
     import os
@@ -51,7 +52,6 @@ def activate():
     _seeding.seed_like_plain_tensorflow(int(_runtime.config("MATEX_SEED")))
     if not _runtime.xla_lowers_collectives():
         tf.config.optimizer.set_jit(False)  # auto-clustering would compile matex's ops where XLA cannot
-    _abort_on_uncaught_exceptions()
     from . import _keras_patches, _patching, _tf_keras_patches
     _keras_patches.apply_all()
     _tf_keras_patches.apply_when_imported(_patching.patch)

@@ -30,7 +30,8 @@ window dataset per step.
 """
 import tensorflow as tf
 
-from . import _purity
+from . import _purity, _statistical_plan
+from ._map_functions import empty_batch, reapplied
 
 _SUFFIX_KINDS = ("_PrefetchDataset", "_OptionsDataset", "_TakeDataset", "_SkipDataset", "_RepeatDataset",
                  "_AssertCardinalityDataset", "CacheDataset")
@@ -180,37 +181,14 @@ def _check_source(node):
         stack.extend(current._inputs() if hasattr(current, "_inputs") else [])
 
 
-def _reapply(wrapper):
-    """The map's traced function, called again in a new pipeline: the same
-    graph (no new op seeds, no trace-time side effects run twice)."""
-    from tensorflow.python.data.util import structure
-    function, inputs, outputs = wrapper.function, wrapper._input_structure, wrapper.output_structure
-
-    def call(*element):
-        element = element if isinstance(inputs, tuple) else element[0]
-        flat = function(*structure.to_tensor_list(inputs, element))
-        return structure.from_tensor_list(outputs, flat if isinstance(flat, (list, tuple)) else [flat])
-    return call
-
-
-def _empty_batch(spec):
-    """A batch of no rows with `spec`'s row shape, or None when that shape is not static."""
-    def empty(s):
-        if not isinstance(s, tf.TensorSpec) or not s.shape[1:].is_fully_defined():
-            raise ValueError
-        return tf.zeros([0] + s.shape[1:].as_list(), s.dtype)
-    try:
-        return tf.nest.map_structure(empty, spec)
-    except (ValueError, TypeError):
-        return None
-
-
 def _window_plan(source, maps, batch, rank, size):
     batch_size = int(_static(batch._batch_size, "batch size", batch))
     drop = bool(_static(batch._drop_remainder, "drop_remainder", batch))
     lo, hi = batch_size * rank // size, batch_size * (rank + 1) // size
     parallel = [_parallelism(m) for m in maps]
-    functions = [_reapply(m._map_func) for m in maps]
+    if any(_purity.why_impure(m._map_func) for m in maps):  # statistical mode only
+        return _statistical_plan.stream_plan(source, maps, batch_size, drop, rank, size, parallel)
+    functions = [reapplied(m._map_func)[1] for m in maps]
 
     def mapped(rows):
         for function, calls in zip(functions, parallel):
@@ -221,7 +199,7 @@ def _window_plan(source, maps, batch, rank, size):
         window = window[0] if len(window) == 1 else window
         rows = window if isinstance(window, tf.data.Dataset) else tf.data.Dataset.zip(window)
         mine = mapped(rows.skip(lo).take(hi - lo)).batch(max(hi - lo, 1))
-        empty = _empty_batch(mine.element_spec)
+        empty = empty_batch(mine.element_spec)
         if empty is not None:
             nothing = tf.data.Dataset.from_tensors(empty)
         else:  # row shapes known only by running M: one row of the window, mapped, cut to none
@@ -254,7 +232,7 @@ def _reader_plan(reader, rank, size):
     def cut(i):
         rows = tf.shape(i, out_type=tf.int64)[0]
         return i[rows * rank // size:rows * (rank + 1) // size]
-    return reader._input_dataset.map(cut).map(_reapply(reader._map_func))
+    return reader._input_dataset.map(cut).map(reapplied(reader._map_func)[1])
 
 
 def plan(dataset, rank, size, statistical=False):
@@ -282,3 +260,5 @@ def plan(dataset, rank, size, statistical=False):
         return planned, stop
     except NotPlanned as reason:
         return None, str(reason)
+    except Exception as error:  # noqa: BLE001 - a pipeline matex cannot rebuild keeps the replicated path
+        return None, f"matex could not rebuild it ({type(error).__name__}: {str(error).splitlines()[0][:200]})"

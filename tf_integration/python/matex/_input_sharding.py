@@ -9,13 +9,10 @@ predict read, by MATEX_INPUT_SHARDING:
 - statistical: as auto, but maps that draw random numbers or keep state are
   cut too; their draws then differ from one process's (fast, not exact).
 """
-import weakref
-
 import tensorflow as tf
 
 from . import _input_plan, _runtime, _threads
 
-_plans = weakref.WeakKeyDictionary()  # dataset -> its planned dataset, or None
 _said = set()
 
 
@@ -48,10 +45,9 @@ def _say_once(message):
 
 
 def _planned(dataset, statistical):
-    try:
-        return _plans[dataset]
-    except (KeyError, TypeError):
-        pass
+    cached = getattr(dataset, "_matex_plan", None)  # on the dataset: a cache that holds it would keep it alive
+    if cached is not None and cached[0] == statistical:
+        return cached[1]
     planned, why = _input_plan.plan(dataset, _runtime.rank(), _runtime.size(), statistical)
     n = _runtime.size()
     if planned is None and why and "nothing to save" not in why:
@@ -62,8 +58,8 @@ def _planned(dataset, statistical):
         _say_once(f"matex: input pipeline sharded below {why.split(' (before')[0]} only: {why}, so it and "
                   f"what comes before it run on every row on each of the {n} ranks")
     try:
-        _plans[dataset] = planned
-    except TypeError:
+        dataset._matex_plan = (statistical, planned)
+    except AttributeError:
         pass
     return planned
 

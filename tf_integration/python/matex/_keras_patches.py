@@ -24,6 +24,7 @@
 - Model.save, save_weights and export write on rank 0 only.
 """
 import sys
+import weakref
 
 import keras
 import tensorflow as tf
@@ -164,33 +165,52 @@ def _gathered(outputs):
 
 
 def _make_predict_step(original):
+    """The outermost predict step gathers (a script's own predict_step that calls
+    Keras' through super() is one step, gathered once)."""
     def predict_step(self, data):
-        outputs = original(self, data)
-        if _flag("predicting") and not _batch_layout.in_step():
-            return _gathered(outputs)
-        return outputs
+        if not _flag("predicting") or _flag("predict_step"):
+            return original(self, data)
+        with _setting("predict_step", True):
+            outputs = original(self, data)
+        return _gathered(outputs)
     return predict_step
+
+
+# model -> ((steps_per_execution, run_eagerly, jit_compile), its traced predict function with the
+# gathers): kept off the model, so that saving or exporting it never traces matex's collectives in.
+_gathering_predict_functions = weakref.WeakKeyDictionary()
+
+
+def _predict_settings(model):
+    return (getattr(model, "steps_per_execution", 1), getattr(model, "run_eagerly", False),
+            getattr(model, "jit_compile", False))
 
 
 def _make_predict(original):
     """predict: each rank computes the outputs of its rows of every batch, and
     every rank returns the whole array, in order. An XLA-compiled step (whose
     gathered rows must be alike on every rank) predicts every row on every
-    rank, as do the replicate setting and tf.distribute."""
+    rank, as do the replicate setting and tf.distribute. A predict from a
+    callback of fit is a predict of its own (not fit's slicing)."""
     def predict(self, *args, **kwargs):
-        if (_runtime.size() == 1 or _model_has_strategy(self) or _compiles_steps_with_xla(self)
-                or _runtime.config("MATEX_INPUT_SHARDING") == "replicate"):
-            return original(self, *args, **kwargs)
-        kwargs = _for_this_rank_keywords(original, self, args, kwargs)
-        _same_data.check_same_arrays(kwargs, "predict")
-        _wrap_scripts_steps(self)
-        # Its own traced function (with the gathers), kept apart from predict_on_batch's (without).
-        plain, self.predict_function = self.predict_function, getattr(self, "_matex_predict_function", None)
-        try:
-            with _setting("predicting", True):
-                return original(self, **kwargs)
-        finally:
-            self._matex_predict_function, self.predict_function = self.predict_function, plain
+        with _setting("sharding", False), _setting("whole_batches", False):
+            if (_runtime.size() == 1 or _model_has_strategy(self) or _compiles_steps_with_xla(self)
+                    or _runtime.config("MATEX_INPUT_SHARDING") == "replicate"):
+                return original(self, *args, **kwargs)
+            kwargs = _for_this_rank_keywords(original, self, args, kwargs)
+            _same_data.check_same_arrays(kwargs, "predict")
+            _wrap_scripts_steps(self)
+            settings, traced = _gathering_predict_functions.get(self, (None, None))
+            # Its own traced function (with the gathers), kept apart from predict_on_batch's (without).
+            plain = self.predict_function
+            self.predict_function = traced if settings == _predict_settings(self) else None
+            try:
+                with _setting("predicting", True):
+                    return original(self, **kwargs)
+            finally:
+                if self.predict_function is not None:
+                    _gathering_predict_functions[self] = (_predict_settings(self), self.predict_function)
+                self.predict_function = plain
     return predict
 
 

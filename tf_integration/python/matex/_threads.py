@@ -31,16 +31,7 @@ class Budget(ctypes.Structure):
     """matex_thread_budget_t (matexcomm.h)."""
     _fields_ = [("cores", ctypes.c_int), ("cpu_count", ctypes.c_int), ("intra_op_threads", ctypes.c_int),
                 ("inter_op_threads", ctypes.c_int), ("narrowed", ctypes.c_int), ("shared", ctypes.c_int),
-                ("starved", ctypes.c_int), ("cpus", ctypes.c_char * 256)]
-
-
-def parse_cpu_list(text):
-    """"0-3,8" -> {0, 1, 2, 3, 8}."""
-    cpus = set()
-    for part in filter(None, text.split(",")):
-        first, _, last = part.partition("-")
-        cpus.update(range(int(first), int(last or first) + 1))
-    return cpus
+                ("starved", ctypes.c_int)]
 
 
 def _local_size():
@@ -98,13 +89,16 @@ def apply(native, rank, size):
     """Collective: takes this rank's budget, binds and sizes to it, and prints
     the table on rank 0 (when the job has several ranks)."""
     budget, table = Budget(), ctypes.create_string_buffer(_TABLE_BYTES)
-    native.matex_tf_thread_budget.argtypes = [ctypes.POINTER(Budget), ctypes.c_char_p, ctypes.c_size_t]
-    if native.matex_tf_thread_budget(ctypes.byref(budget), table, _TABLE_BYTES) != 0:
+    capacity = max(os.cpu_count() or 1, len(os.sched_getaffinity(0)), max(os.sched_getaffinity(0)) + 1)
+    cpus = (ctypes.c_int * capacity)()
+    native.matex_tf_thread_budget.argtypes = [ctypes.POINTER(Budget), ctypes.POINTER(ctypes.c_int), ctypes.c_size_t,
+                                              ctypes.c_char_p, ctypes.c_size_t]
+    if native.matex_tf_thread_budget(ctypes.byref(budget), cpus, capacity, table, _TABLE_BYTES) != 0:
         raise RuntimeError("matex: the thread budget failed: " + native.matex_tf_last_error().decode(errors="replace"))
     problem = None
     if budget.intra_op_threads > 0:  # MATEX_THREADS=off gives 0: nothing to apply
         if budget.narrowed:
-            _bind_every_thread(parse_cpu_list(budget.cpus.decode()))
+            _bind_every_thread(set(cpus[:budget.cpu_count]))
         problem = _size_tensorflow_pools(budget)
         _applied["cpus"] = budget.cpu_count
     if rank == 0 and size > 1:

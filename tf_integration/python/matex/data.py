@@ -11,10 +11,12 @@ and md.csv (a row-offset index built once, on rank 0, and broadcast). All
 sources of one md.rows must have the same number of rows; each element is a
 tuple of their rows (one source: its rows alone; keywords: a dict).
 
-Order: epoch e puts the rows in the order of a permutation drawn from
-(seed, e), with tf.random.experimental.index_shuffle: the same at any rank
-count, so the loss curve is the same for any N, one process included.
-Global batch g holds positions [g*B, (g+1)*B) of that order.
+Order: the k-th pass over the dataset (each new iterator; fit starts one
+per epoch) puts the rows in the order of a permutation drawn from the seed
+and k, with tf.random.experimental.index_shuffle (and TensorFlow's global
+seed, when the script sets one): the same at any rank count, so the loss
+curve is the same for any N, one process included. Global batch g holds
+positions [g*B, (g+1)*B) of that order.
 
 Under MATEX_ENABLE=1, fit, evaluate and predict cut each global batch's
 index list before the read (matex/_input_plan.py), so rank r reads rows
@@ -26,6 +28,7 @@ Each source counts the rows it has read (`rows_read`), for tests and checks.
 """
 import os
 import threading
+import weakref
 
 import numpy as np
 import tensorflow as tf
@@ -83,6 +86,7 @@ class _Field(RowSource):
             raise OSError(f"matex.data: {path}: not readable as {self.KIND} ({error})") from None
         if name not in fields:
             raise KeyError(f"matex.data: {path}: no {self.WHAT} '{name}' (it has {sorted(fields)})")
+        weakref.finalize(self, self._file.close)  # closed with the source
         self._array = fields[name]
         if self._array.ndim == 0:
             raise ValueError(f"matex.data: {path} [{name}]: a scalar has no rows")
@@ -115,61 +119,85 @@ class _NetCdf(_Field):
 
 
 class _Csv(RowSource):
-    """A CSV file of numbers, one row per line (an optional header line
-    skipped); the byte offset of every line is indexed once."""
+    """A CSV file of numbers, one row per line (an optional header line and
+    blank lines skipped); the byte offset and the number of every data line
+    are indexed once."""
 
     def __init__(self, path, columns=None, dtype="float32", header=False, delimiter=","):
         super().__init__(path, None)
-        self.dtype, self._delimiter = np.dtype(dtype), delimiter
-        self._offsets = _line_offsets(path, header)
-        with open(path, "rb") as f:
-            f.seek(int(self._offsets[0]) if len(self._offsets) else 0)
-            first = f.readline()
-        width = len(first.split(delimiter.encode())) if len(self._offsets) else 0
+        self.dtype, self._delimiter = np.dtype(dtype), delimiter.encode()
+        self._offsets, self._lines = _line_index(path, header)
+        width = len(self._fields_at(0)) if len(self._offsets) else 0
         self._columns = list(columns) if columns is not None else list(range(width))
         bad = [c for c in self._columns if not 0 <= c < width]
         if bad:
-            raise ValueError(f"matex.data: {path}: no column {bad[0]} (line 1 has {width})")
+            raise ValueError(f"matex.data: {path}: no column {bad[0]} (line {self._line(0)} has {width})")
         self._width, self.row_shape = width, (len(self._columns),)
-        self._header = header
 
     def __len__(self):
         return len(self._offsets)
+
+    def _line(self, row):
+        return int(self._lines[row])
+
+    def _fields_at(self, row, f=None):
+        if f is None:
+            with open(self.path, "rb") as opened:
+                return self._fields_at(row, opened)
+        f.seek(int(self._offsets[row]))
+        return f.readline().rstrip(b"\r\n").split(self._delimiter)
 
     def _read(self, rows):
         out = np.empty((len(rows), len(self._columns)), self.dtype)
         with open(self.path, "rb") as f:
             for i, row in enumerate(rows):
-                f.seek(int(self._offsets[row]))
-                fields = f.readline().rstrip(b"\r\n").split(self._delimiter.encode())
+                fields = self._fields_at(row, f)
                 if len(fields) != self._width:
-                    line = int(row) + 1 + int(self._header)
-                    raise ValueError(f"matex.data: {self.path}: line {line} has {len(fields)} fields, the first "
-                                     f"row {self._width}")
-                out[i] = [float(fields[c]) for c in self._columns]
+                    raise ValueError(f"matex.data: {self.path}: line {self._line(row)} has {len(fields)} fields, "
+                                     f"the first row {self._width}")
+                try:
+                    out[i] = [float(fields[c]) for c in self._columns]
+                except ValueError:
+                    raise ValueError(f"matex.data: {self.path}: line {self._line(row)}: a field is not a number "
+                                     f"({b','.join(fields[:8]).decode(errors='replace')})") from None
         return out
 
 
-def _line_offsets(path, header):
-    """The byte offset of every data line: built by rank 0 and broadcast under
-    MATEX_ENABLE=1 (one pass over the file in the whole job), else here."""
+def _index_lines(path, header):
+    offsets, lines, at = [], [], 0
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, start=1):
+            if line.strip():
+                offsets.append(at)
+                lines.append(number)
+            at += len(line)
+    skip = 1 if header and offsets else 0
+    return np.asarray(offsets[skip:], np.int64), np.asarray(lines[skip:], np.int64)
+
+
+def _line_index(path, header):
+    """The byte offset and the line number of every data line: built by rank 0
+    and broadcast under MATEX_ENABLE=1 (one pass over the file in the whole
+    job), else here. A failure on rank 0 fails every rank."""
     from . import _runtime
-    distributed = _runtime.is_initialized() and _runtime.size() > 1
-    offsets = None
-    if not distributed or _runtime.rank() == 0:
-        found, at = [], 0
-        with open(path, "rb") as f:
-            for line in f:
-                if line.strip():
-                    found.append(at)
-                at += len(line)
-        offsets = np.asarray(found[1:] if header else found, np.int64)
-    if distributed:
-        from . import _collectives
-        count = _collectives.broadcast(tf.constant([0 if offsets is None else len(offsets)], tf.int64)).numpy()[0]
-        mine = offsets if offsets is not None else np.zeros([count], np.int64)
-        offsets = _collectives.broadcast(tf.constant(mine)).numpy()
-    return offsets
+    if not (_runtime.is_initialized() and _runtime.size() > 1):
+        return _index_lines(path, header)
+    from . import _collectives
+    index, failure = None, None
+    if _runtime.rank() == 0:
+        try:
+            index = _index_lines(path, header)
+        except OSError as error:
+            failure = error
+    count = -1 if index is None else len(index[0])
+    count = int(_collectives.broadcast(tf.constant([count], tf.int64)).numpy()[0])
+    if count < 0:
+        if failure is not None:
+            raise OSError(f"matex.data: {path}: cannot be indexed ({failure})") from None
+        raise OSError(f"matex.data: {path}: rank 0 could not index it (its error says why)")
+    both = np.concatenate(index) if index is not None else np.zeros([2 * count], np.int64)
+    both = _collectives.broadcast(tf.constant(both)).numpy()
+    return both[:count], both[count:]
 
 
 def npy(path):
@@ -193,19 +221,21 @@ def csv(path, columns=None, dtype="float32", header=False, delimiter=","):
 
 
 def _check_sources(sources):
+    """Every rank must see the same rows (count, row shape, dtype) in every
+    source (compared across ranks first, so that all ranks raise alike), and
+    the sources of one dataset must have the same number of rows."""
+    from . import _runtime
+    if _runtime.is_initialized() and _runtime.size() > 1:
+        from . import _collectives
+        values = [d for s in sources for d in (len(s), np.dtype(s.dtype).num, len(s.row_shape)) + tuple(s.row_shape)]
+        differs = _collectives.first_difference_from_rank0(values, tf.int64)
+        if differs is not None:
+            raise ValueError(f"matex.data.rows: rank {differs[0]} sees other shapes than rank 0 for "
+                             f"{[s.describe() for s in sources]} (rows, dtype or row shape; they differ at field "
+                             f"{differs[1]}): every rank must read the same files")
     lengths = {s.describe(): len(s) for s in sources}
     if len(set(lengths.values())) > 1:
         raise ValueError(f"matex.data.rows: the sources have different numbers of rows: {lengths}")
-    from . import _runtime
-    if not (_runtime.is_initialized() and _runtime.size() > 1):
-        return
-    from . import _collectives
-    values = [len(sources[0])] + [d for s in sources for d in (len(s.row_shape),) + tuple(s.row_shape)]
-    differs = _collectives.first_difference_from_rank0(values, tf.int64)
-    if differs is not None:
-        raise ValueError(f"matex.data.rows: rank {differs[0]} sees other shapes than rank 0 for "
-                         f"{[s.describe() for s in sources]} (rows and row shapes differ at field {differs[1]}): "
-                         "every rank must read the same files")
 
 
 def rows(*sources, batch_size, shuffle=True, seed=0, drop_remainder=False, **named):

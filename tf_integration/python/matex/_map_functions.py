@@ -1,0 +1,37 @@
+"""A tf.data map's traced function, applied again in a pipeline the input
+planner builds (_input_plan.py, _statistical_plan.py): the same graph, so no
+new op seeds and no trace-time side effect runs twice, and the same
+structures in and out."""
+import tensorflow as tf
+
+
+def reapplied(wrapper):
+    """(call on one structured element, call on the positional arguments tf.data
+    hands a map function) for the map whose StructuredFunctionWrapper is `wrapper`."""
+    from tensorflow.python.data.util import structure
+    function, inputs, outputs = wrapper.function, wrapper._input_structure, wrapper.output_structure
+
+    def on_element(element):
+        flat = function(*structure.to_tensor_list(inputs, element))
+        return structure.from_tensor_list(outputs, flat if isinstance(flat, (list, tuple)) else [flat])
+
+    def on_arguments(*element):
+        return on_element(element if isinstance(inputs, tuple) else element[0])
+    return on_element, on_arguments
+
+
+def element_of(arguments, like):
+    """The element tf.data passed as positional arguments, as the structure `like` has it."""
+    return arguments if isinstance(like, tuple) else arguments[0]
+
+
+def empty_batch(spec):
+    """A batch of no rows with `spec`'s row shape, or None when that shape is not static."""
+    def empty(s):
+        if not isinstance(s, tf.TensorSpec) or not s.shape[1:].is_fully_defined():
+            raise ValueError
+        return tf.zeros([0] + s.shape[1:].as_list(), s.dtype)
+    try:
+        return tf.nest.map_structure(empty, spec)
+    except (ValueError, TypeError):
+        return None
