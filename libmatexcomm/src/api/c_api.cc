@@ -12,7 +12,7 @@
 #include <unordered_set>
 
 #include "api/c_api_support.h"
-#include "api/communicator.h"
+#include "comm/communicator.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/logging.h"

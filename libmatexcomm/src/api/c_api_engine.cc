@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "api/c_api_support.h"
-#include "api/communicator.h"
+#include "comm/communicator.h"
 #include "engine/engine.h"
 #include "matexcomm/matexcomm.h"
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "api/c_api_support.h"
-#include "api/communicator.h"
+#include "comm/communicator.h"
 #include "core/error.h"
 #include "matex/topology/thread_budget.h"
 #include "matexcomm/matexcomm.h"

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "api/communicator.h"
+#include "comm/communicator.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/logging.h"

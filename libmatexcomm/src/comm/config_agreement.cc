@@ -1,4 +1,4 @@
-#include "api/config_agreement.h"
+#include "comm/config_agreement.h"
 
 #include <vector>
 

@@ -1,4 +1,4 @@
-#include "api/communicator.h"
+#include "comm/communicator.h"
 
 #include <unistd.h>
 
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "algorithms/algorithms.h"
-#include "api/config_agreement.h"
+#include "comm/config_agreement.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/logging.h"

@@ -15,8 +15,8 @@
 #include <string>
 
 #include "algorithms/gpu_algorithms.h"
-#include "api/communicator.h"
-#include "api/device_path.h"
+#include "comm/communicator.h"
+#include "comm/device_path.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/logging.h"

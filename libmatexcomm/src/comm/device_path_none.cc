@@ -1,5 +1,5 @@
 // device_path_none.cc - the device path of a build without CUDA: none.
-#include "api/device_path.h"
+#include "comm/device_path.h"
 
 namespace matexcomm {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "algorithms/algorithms.h"
-#include "api/device_path.h"
+#include "comm/device_path.h"
 #include "core/config.h"
 #include "core/mpi_handles.h"
 #include "matex/topology/layout.h"
