@@ -1,6 +1,7 @@
 // thread_budget.cc - per-rank CPU blocks and thread counts (see thread_budget.h).
 //
-// Cost: one MPI_Allreduce and one MPI_Allgather of a PU bitmap per rank (a few
+// Cost: an MPI_Allreduce agreeing that every rank got its facts, then (unless
+// MATEX_THREADS=off) one MPI_Allreduce and one MPI_Allgather of a PU bitmap per rank (a few
 // bytes per 64 PUs), one hwloc topology load without I/O discovery, and the
 // split, O(ranks on the host ^ 2 * PUs). budget_table adds one MPI_Gather of a
 // fixed 96-byte record per rank.
@@ -258,6 +259,12 @@ ThreadBudget budget_threads(MPI_Comm comm, const Layout& layout, const std::stri
     failure = error.message();
   }
   agree(comm, failure);
+  if (mode == kThreadsOff) {  // the same on every rank: no exchange needed; its own affinity, described
+    ThreadBudget kept = split_host_affinities({mine}, cores, kThreadsAuto)[0];
+    kept.intra_op = kept.inter_op = 0;  // the framework's defaults
+    kept.starved = false;
+    return kept;
+  }
   int highest = mine.empty() ? 0 : mine.back();
   int words_needed = highest / 64 + 1;
   int words = 0;
@@ -267,12 +274,6 @@ ThreadBudget budget_threads(MPI_Comm comm, const Layout& layout, const std::stri
   std::vector<uint64_t> all(static_cast<size_t>(words) * layout.world_size);
   check_mpi(MPI_Allgather(bitmap.data(), words, MPI_UINT64_T, all.data(), words, MPI_UINT64_T, comm),
             "MPI_Allgather (affinities)");
-  if (mode == kThreadsOff) {  // the rank's own affinity, described, and the framework's defaults
-    ThreadBudget kept = split_host_affinities({mine}, cores, kThreadsAuto)[0];
-    kept.intra_op = kept.inter_op = 0;
-    kept.starved = false;
-    return kept;
-  }
   const std::string& my_host = layout.node_hosts[layout.node_index];
   std::vector<std::vector<int>> masks;
   size_t me = 0;

@@ -31,7 +31,7 @@ window dataset per step.
 import tensorflow as tf
 
 from . import _purity, _statistical_plan
-from ._map_functions import empty_batch, reapplied
+from ._map_functions import empty_batch, reapplied, rows_of_rank, rows_of_window, share
 
 _SUFFIX_KINDS = ("_PrefetchDataset", "_OptionsDataset", "_TakeDataset", "_SkipDataset", "_RepeatDataset",
                  "_AssertCardinalityDataset", "CacheDataset")
@@ -91,7 +91,7 @@ def _check_deterministic(dataset):
                          "rows differently")
 
 
-def _suffix_replayer(node, rank):
+def _suffix_replayer(node):
     """A function that applies the batch-level op `node` again on top of the
     planned dataset."""
     kind = _kind(node)
@@ -119,7 +119,7 @@ def _suffix_replayer(node, rank):
     raise NotPlanned(f"{kind} ({_map_name(node)}) after the batch")
 
 
-def _walk_suffix(dataset, rank):
+def _walk_suffix(dataset):
     """(the batch or the NumPy gather, the suffix's replayers, outermost first)."""
     replay = []
     node = dataset
@@ -132,7 +132,7 @@ def _walk_suffix(dataset, rank):
                 raise NotPlanned(f"{_kind(node)}: only batch() with a constant size is sharded")
             raise NotPlanned(f"{_kind(node)} after the batch" if node is not dataset else
                              f"no batch() at the end of the pipeline ({_kind(node)})")
-        replay.append(_suffix_replayer(node, rank))
+        replay.append(_suffix_replayer(node))
         node = _input_of(node)
     if node is None:
         raise NotPlanned("no batch() in the pipeline (a generator of whole batches?)")
@@ -140,8 +140,9 @@ def _walk_suffix(dataset, rank):
 
 
 def _walk_maps(batch, statistical):
-    """(S, the maps of M from the first to the last)."""
-    maps = []
+    """(S, the maps of M from the first to the last, why the walk stopped at an
+    impure map or None, whether M holds an impure map: statistical mode only)."""
+    maps, impure = [], False
     node = _input_of(batch)
     while node is not None:
         kind = _kind(node)
@@ -149,10 +150,11 @@ def _walk_maps(batch, statistical):
             _check_deterministic(node)
             reason = _purity.why_impure(node._map_func)
             if reason is not None and not statistical:
-                return node, maps[::-1], f"map '{_map_name(node)}' (before the batch) {reason}"
+                return node, maps[::-1], f"map '{_map_name(node)}' (before the batch) {reason}", impure
+            impure = impure or reason is not None
             maps.append(node)
         elif kind not in ("_PrefetchDataset", "_OptionsDataset"):
-            return node, maps[::-1], None
+            return node, maps[::-1], None, impure
         node = _input_of(node)
     raise NotPlanned("the pipeline has no source")
 
@@ -181,13 +183,13 @@ def _check_source(node):
         stack.extend(current._inputs() if hasattr(current, "_inputs") else [])
 
 
-def _window_plan(source, maps, batch, rank, size):
+def _window_plan(source, maps, impure, batch, rank, size):
     batch_size = int(_static(batch._batch_size, "batch size", batch))
     drop = bool(_static(batch._drop_remainder, "drop_remainder", batch))
-    lo, hi = batch_size * rank // size, batch_size * (rank + 1) // size
+    lo, hi = share(batch_size, rank, size)
     parallel = [_parallelism(m) for m in maps]
-    if any(_purity.why_impure(m._map_func) for m in maps):  # statistical mode only
-        return _statistical_plan.stream_plan(source, maps, batch_size, drop, rank, size, parallel)
+    if impure:  # statistical mode only
+        return _statistical_plan.stream_plan(source, maps, batch_size, drop, (lo, hi), parallel)
     functions = [reapplied(m._map_func)[1] for m in maps]
 
     def mapped(rows):
@@ -196,8 +198,7 @@ def _window_plan(source, maps, batch, rank, size):
         return rows
 
     def per_window(*window):
-        window = window[0] if len(window) == 1 else window
-        rows = window if isinstance(window, tf.data.Dataset) else tf.data.Dataset.zip(window)
+        rows = rows_of_window(*window)
         mine = mapped(rows.skip(lo).take(hi - lo)).batch(max(hi - lo, 1))
         empty = empty_batch(mine.element_spec)
         if empty is not None:
@@ -219,20 +220,14 @@ def _window_plan(source, maps, batch, rank, size):
 def _array_plan(gather, rank, size):
     """Keras' NumPy adapter: zip(index batches, the arrays repeated).map(gather)."""
     indices, arrays = gather._input_dataset._datasets
-
-    def cut(i):
-        rows = tf.shape(i, out_type=tf.int64)[0]
-        return i[rows * rank // size:rows * (rank + 1) // size]
-    zipped = tf.data.Dataset.zip((indices.map(cut), arrays))
+    zipped = tf.data.Dataset.zip((indices.map(lambda i: rows_of_rank(i, rank, size)), arrays))
     return zipped.map(gather._map_func._func, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def _reader_plan(reader, rank, size):
     """matex.data: index batches -> read. The index batch is cut before the read."""
-    def cut(i):
-        rows = tf.shape(i, out_type=tf.int64)[0]
-        return i[rows * rank // size:rows * (rank + 1) // size]
-    return reader._input_dataset.map(cut).map(reapplied(reader._map_func)[1])
+    cut = reader._input_dataset.map(lambda i: rows_of_rank(i, rank, size))
+    return cut.map(reapplied(reader._map_func)[1])
 
 
 def plan(dataset, rank, size, statistical=False):
@@ -241,18 +236,18 @@ def plan(dataset, rank, size, statistical=False):
     below an impure one are cut; (None, why not) otherwise. `statistical`:
     impure maps are cut too (their draws then differ from one process's)."""
     try:
-        batch, replay = _walk_suffix(dataset, rank)
+        batch, replay = _walk_suffix(dataset)
         stop = None
         if _is_keras_array_gather(batch):
             planned = _array_plan(batch, rank, size)
         elif _is_row_reader(batch):
             planned = _reader_plan(batch, rank, size)
         else:
-            source, maps, stop = _walk_maps(batch, statistical)
+            source, maps, stop, impure = _walk_maps(batch, statistical)
             if not maps:
                 return None, stop or _nothing_to_cut(source)
             _check_source(source)
-            planned = _window_plan(source, maps, batch, rank, size)
+            planned = _window_plan(source, maps, impure, batch, rank, size)
         for apply in reversed(replay):
             planned = apply(planned)
         planned = planned.with_options(dataset.options())  # those set between the maps too

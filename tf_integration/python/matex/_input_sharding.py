@@ -12,21 +12,20 @@ predict read, by MATEX_INPUT_SHARDING:
 import tensorflow as tf
 
 from . import _input_plan, _runtime, _threads
+from ._map_functions import rows_of_rank, share
 
 _said = set()
 
 
 def slice_bounds(rows):
     """[lo, hi): this rank's contiguous share of a global batch of `rows`."""
-    r, n = _runtime.rank(), _runtime.size()
-    return (rows * r) // n, (rows * (r + 1)) // n
+    return share(rows, _runtime.rank(), _runtime.size())
 
 
 def replicated(dataset):
     """Every rank iterates the whole dataset and keeps its slice of each batch."""
     def cut(t):
-        lo, hi = slice_bounds(tf.shape(t)[0])
-        return t[lo:hi]
+        return rows_of_rank(t, _runtime.rank(), _runtime.size())
 
     def take(*batch):
         if len(batch) == 1:

@@ -102,7 +102,7 @@ def _make_train_step(original):
             # An XLA-compiled step gets the global batch and cuts its slice itself: the global size
             # and the offset are then compile-time constants, as XLA needs them (random draws' shapes).
             rows = tf.shape(first)[0]
-            lo, hi = _slice_bounds(rows)
+            lo, hi = _input_sharding.slice_bounds(rows)
             data = tf.nest.map_structure(lambda t: t[lo:hi], data)
             with _batch_layout.in_fit(hi - lo, total=rows, offset=lo):
                 return original(self, data)
@@ -139,9 +139,6 @@ def _make_scripts_step(original):
 
 
 # ---- data sharding -----------------------------------------------------------------------------------
-
-_slice_bounds = _input_sharding.slice_bounds
-
 
 def _make_get_data_adapter(original):
     def get_data_adapter(*args, **kwargs):

@@ -1,7 +1,8 @@
-"""A tf.data map's traced function, applied again in a pipeline the input
-planner builds (_input_plan.py, _statistical_plan.py): the same graph, so no
-new op seeds and no trace-time side effect runs twice, and the same
-structures in and out."""
+"""What the input planner's pipelines share (_input_plan.py,
+_statistical_plan.py, _input_sharding.py): a tf.data map's traced function
+applied again (the same graph, so no new op seeds and no trace-time side
+effect runs twice, and the same structures in and out), a window as a
+dataset of rows, and a rank's contiguous share of a batch."""
 import tensorflow as tf
 
 
@@ -18,6 +19,24 @@ def reapplied(wrapper):
     def on_arguments(*element):
         return on_element(element if isinstance(inputs, tuple) else element[0])
     return on_element, on_arguments
+
+
+def rows_of_window(*window):
+    """A window of a tf.data pipeline as one dataset of its rows (window() gives
+    a dataset per component of a tuple or dict element)."""
+    window = window[0] if len(window) == 1 else window
+    return window if isinstance(window, tf.data.Dataset) else tf.data.Dataset.zip(window)
+
+
+def share(rows, rank, size):
+    """[lo, hi): rank's contiguous share of `rows` rows split over `size` ranks."""
+    return rows * rank // size, rows * (rank + 1) // size
+
+
+def rows_of_rank(t, rank, size):
+    """rank's contiguous share of the rows of tensor `t` (its first dimension)."""
+    lo, hi = share(tf.shape(t, out_type=tf.int64)[0], rank, size)
+    return t[lo:hi]
 
 
 def element_of(arguments, like):

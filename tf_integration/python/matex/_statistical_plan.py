@@ -16,17 +16,17 @@ dense tensors (the marker is cut off with t[:-1]).
 """
 import tensorflow as tf
 
-from ._map_functions import element_of, reapplied
+from ._map_functions import element_of, reapplied, rows_of_window
 
 
-def stream_plan(source, maps, batch_size, drop, rank, size, parallelism):
-    lo, hi = batch_size * rank // size, batch_size * (rank + 1) // size
+def stream_plan(source, maps, batch_size, drop, bounds, parallelism):
+    """`bounds`: (lo, hi), the rank's rows of each window."""
+    lo, hi = bounds
     like = maps[0]._map_func._input_structure
     functions = [reapplied(m._map_func)[0] for m in maps]
 
     def tagged(*window):
-        window = window[0] if len(window) == 1 else window
-        rows = window if isinstance(window, tf.data.Dataset) else tf.data.Dataset.zip(window)
+        rows = rows_of_window(*window)
         mine = rows.skip(lo).take(hi - lo).map(lambda *e: (element_of(e, like), tf.constant(False)))
         marker = rows.take(1).map(lambda *e: (element_of(e, like), tf.constant(True)))
         return mine.concatenate(marker)

@@ -89,7 +89,7 @@ def apply(native, rank, size):
     """Collective: takes this rank's budget, binds and sizes to it, and prints
     the table on rank 0 (when the job has several ranks)."""
     budget, table = Budget(), ctypes.create_string_buffer(_TABLE_BYTES)
-    capacity = max(os.cpu_count() or 1, len(os.sched_getaffinity(0)), max(os.sched_getaffinity(0)) + 1)
+    capacity = max(os.cpu_count() or 1, max(os.sched_getaffinity(0)) + 1)  # room for any CPU index it may get
     cpus = (ctypes.c_int * capacity)()
     native.matex_tf_thread_budget.argtypes = [ctypes.POINTER(Budget), ctypes.POINTER(ctypes.c_int), ctypes.c_size_t,
                                               ctypes.c_char_p, ctypes.c_size_t]

@@ -253,16 +253,8 @@ def rows(*sources, batch_size, shuffle=True, seed=0, drop_remainder=False, **nam
     dtypes = [tf.as_dtype(s.dtype) for s in parts]
 
     def read(index):
-        order = np.argsort(index, kind="stable")
-        wanted = index[order]
-        distinct, where = np.unique(wanted, return_inverse=True)
-        out = []
-        for source in parts:
-            got = source.read(distinct)[where]
-            result = np.empty_like(got)
-            result[order] = got  # back to the batch's order
-            out.append(result)
-        return out
+        distinct, where = np.unique(index, return_inverse=True)  # sorted, each row once; distinct[where] == index
+        return [source.read(distinct)[where] for source in parts]
 
     def read_rows(index):
         values = tf.numpy_function(read, [index], dtypes, stateful=False)
