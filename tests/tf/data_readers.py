@@ -11,6 +11,8 @@ For each reader, with 103 rows in batches of 16 (a last batch of 7):
 - the order depends on the seed and the epoch only, not on the rank count (a
   plain pass reads every row on this rank as one process would); another
   seed gives another order; shuffle=False gives the file's order.
+A custom loop that trains over a reader gets this rank's rows of each batch
+after its first, and reads little more than those (batches of 4: 26 of them).
 Bad input, each with its message naming the file and the field: a missing
 file, a missing variable (HDF5 and NetCDF), a ragged CSV row, sources of
 different lengths, and a file whose shape differs on one rank.
@@ -95,6 +97,21 @@ for kind, make in sources.items():
     expect(read_in_predict == my_share(batch_rows),
            f"{kind}: rank {rank} read {read_in_predict} rows in predict, its share is {my_share(batch_rows)}")
     print(f"rank {rank}/{size} {kind}: read {read_in_predict} of {ROWS} rows in predict", flush=True)
+
+# A custom loop over a reader: whole batches until it trains (its second batch on), then this rank's
+# share of each, read as such once tf.data's buffers hold only batches started after the switch.
+source = sources["npy"]()
+variable, optimizer = tf.Variable(0.0), keras.optimizers.SGD(0.0)
+reference = [b.numpy() for b in md.rows(sources["npy"](), batch_size=4, seed=6)]  # a plain first pass
+for k, batch in enumerate(md.rows(source, batch_size=4, seed=6)):
+    want = reference[k] if k == 0 else reference[k][len(reference[k]) * rank // size:
+                                                   len(reference[k]) * (rank + 1) // size]
+    expect(np.array_equal(batch.numpy(), want), f"custom loop: batch {k} is not this rank's rows")
+    optimizer.apply_gradients([(tf.zeros([]), variable)])
+share = my_share([len(b) for b in reference])
+most = share + (ROWS - share) // 2 if size > 1 else ROWS
+expect(share <= source.rows_read <= most, f"custom loop: read {source.rows_read} rows, expected {share} to {most}")
+print(f"rank {rank}/{size} custom loop: read {source.rows_read} of {ROWS} rows (share {share})", flush=True)
 
 unshuffled = np.concatenate([b.numpy() for b in md.rows(md.npy(paths["npy"]), batch_size=BATCH, shuffle=False)])
 expect(np.array_equal(unshuffled, table), "shuffle=False does not give the file's order")

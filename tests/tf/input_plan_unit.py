@@ -126,6 +126,9 @@ check_exact("repeat before the batch, take after", lambda: tf.data.Dataset.range
     lambda x: py_count(tf.cast(x, tf.float32))).batch(4).take(6), sizes=(2, 3),
     read_ahead=WINDOWS_READ_AHEAD * 4)
 
+check_exact("repeat, skip and take between the maps and the batch", lambda: tf.data.Dataset.range(30).shuffle(
+    30, seed=4).map(py_count).repeat(2).map(lambda x: x + 1).skip(3).take(47).batch(8), sizes=(2, 3))
+
 
 def tuples():
     x = tf.reshape(tf.range(60, dtype=tf.float32), [30, 2])

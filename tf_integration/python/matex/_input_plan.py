@@ -7,7 +7,8 @@ A pipeline is read as  S -> M -> batch(B) -> T, walking from its end:
   in-memory cache, assert_cardinality, and Keras' class-weight map (row-wise);
 - batch(B) with a constant B and drop_remainder;
 - M, the maps of one element right above the batch, as long as they are pure
-  (their output depends only on their element, _purity.py);
+  (their output depends only on their element, _purity.py); a repeat, take
+  or skip among them moves into S (a pure map is one row in, one row out);
 - S, everything above: the source, shuffles, interleaves, filters, impure
   maps. S runs in full on every rank, so every rank sees the same rows.
 
@@ -22,6 +23,10 @@ Keras' NumPy adapter (index batches zipped with the arrays, then a gather) and
 matex.data's readers (index batches, then a read) are recognised too: the
 index batch is cut before the gather or the read, split by the batch's own
 size.
+
+A custom loop's iterator gets the same plans with a switch (_loop_plan.py):
+each window or index batch is cut only once the switch is on, and carries its
+layout along.
 
 Anything else returns None with the reason, and the caller keeps today's
 replicated path (every rank runs the whole pipeline and keeps its slice),
@@ -38,6 +43,7 @@ _SUFFIX_KINDS = ("_PrefetchDataset", "_OptionsDataset", "_TakeDataset", "_SkipDa
 _MAP_KINDS = ("_MapDataset", "_ParallelMapDataset")
 _BATCH_KINDS = ("_BatchDataset", "_ParallelBatchDataset")
 _SELECTING = ("Filter", "IgnoreErrors", "TakeWhile", "Unique", "Scan")  # which rows survive depends on them
+_COMMUTING_KINDS = ("_RepeatDataset", "_TakeDataset", "_SkipDataset")  # with a pure map of one row
 _WINDOWS_IN_FLIGHT = 4
 
 
@@ -91,9 +97,10 @@ def _check_deterministic(dataset):
                          "rows differently")
 
 
-def _suffix_replayer(node):
+def _suffix_replayer(node, in_loop):
     """A function that applies the batch-level op `node` again on top of the
-    planned dataset."""
+    planned dataset. `in_loop`: the plan is for one custom loop's iterator
+    (_loop_plan.py), whose elements carry their layout along."""
     kind = _kind(node)
     if kind == "_PrefetchDataset":
         size = tf.get_static_value(node._buffer_size)
@@ -112,14 +119,16 @@ def _suffix_replayer(node):
         filename = tf.get_static_value(getattr(node, "_filename", tf.constant("")))
         if filename not in (b"", ""):
             raise NotPlanned(f"cache('{filename.decode()}') after the batch: a file cache would need a name per rank")
+        if in_loop:
+            raise NotPlanned("cache() after the batch, in a custom loop: a cache per loop would map every epoch again")
         return lambda d: d.cache()
-    if _is_class_weight_map(node):
+    if _is_class_weight_map(node) and not in_loop:
         func = node._map_func._func  # row-wise (a weight per row's class): traced again on the sliced batches
         return lambda d: d.map(func)
     raise NotPlanned(f"{kind} ({_map_name(node)}) after the batch")
 
 
-def _walk_suffix(dataset):
+def _walk_suffix(dataset, in_loop):
     """(the batch or the NumPy gather, the suffix's replayers, outermost first)."""
     replay = []
     node = dataset
@@ -132,7 +141,7 @@ def _walk_suffix(dataset):
                 raise NotPlanned(f"{_kind(node)}: only batch() with a constant size is sharded")
             raise NotPlanned(f"{_kind(node)} after the batch" if node is not dataset else
                              f"no batch() at the end of the pipeline ({_kind(node)})")
-        replay.append(_suffix_replayer(node))
+        replay.append(_suffix_replayer(node, in_loop))
         node = _input_of(node)
     if node is None:
         raise NotPlanned("no batch() in the pipeline (a generator of whole batches?)")
@@ -141,8 +150,10 @@ def _walk_suffix(dataset):
 
 def _walk_maps(batch, statistical):
     """(S, the maps of M from the first to the last, why the walk stopped at an
-    impure map or None, whether M holds an impure map: statistical mode only)."""
-    maps, impure = [], False
+    impure map or None, whether M holds an impure map: statistical mode only).
+    repeat, take and skip between the maps commute with them (a pure map is
+    one row in, one row out): they move into S, in their order."""
+    maps, moved, impure = [], [], False
     node = _input_of(batch)
     while node is not None:
         kind = _kind(node)
@@ -150,13 +161,23 @@ def _walk_maps(batch, statistical):
             _check_deterministic(node)
             reason = _purity.why_impure(node._map_func)
             if reason is not None and not statistical:
-                return node, maps[::-1], f"map '{_map_name(node)}' (before the batch) {reason}", impure
+                why = f"map '{_map_name(node)}' (before the batch) {reason}"
+                return _moved_into(node, moved), maps[::-1], why, impure
             impure = impure or reason is not None
             maps.append(node)
-        elif kind not in ("_PrefetchDataset", "_OptionsDataset"):
-            return node, maps[::-1], None, impure
+        elif kind in _COMMUTING_KINDS:
+            moved.append(_suffix_replayer(node, in_loop=False))
+        elif kind not in ("_PrefetchDataset", "_OptionsDataset"):  # no map: S as it is, for the reason
+            return (_moved_into(node, moved) if maps else node), maps[::-1], None, impure
         node = _input_of(node)
     raise NotPlanned("the pipeline has no source")
+
+
+def _moved_into(source, moved):
+    """S with the ops that sat between M's maps applied after it, in their order."""
+    for apply in reversed(moved):
+        source = apply(source)
+    return source
 
 
 def _nothing_to_cut(source):
@@ -183,12 +204,12 @@ def _check_source(node):
         stack.extend(current._inputs() if hasattr(current, "_inputs") else [])
 
 
-def _window_plan(source, maps, impure, batch, rank, size):
+def _window_plan(source, maps, impure, batch, rank, size, switch):
     batch_size = int(_static(batch._batch_size, "batch size", batch))
     drop = bool(_static(batch._drop_remainder, "drop_remainder", batch))
     lo, hi = share(batch_size, rank, size)
     parallel = [_parallelism(m) for m in maps]
-    if impure:  # statistical mode only
+    if impure:  # statistical mode only (never for a custom loop's switch)
         return _statistical_plan.stream_plan(source, maps, batch_size, drop, (lo, hi), parallel)
     functions = [reapplied(m._map_func)[1] for m in maps]
 
@@ -199,14 +220,23 @@ def _window_plan(source, maps, impure, batch, rank, size):
 
     def per_window(*window):
         rows = rows_of_window(*window)
-        mine = mapped(rows.skip(lo).take(hi - lo)).batch(max(hi - lo, 1))
+        if switch is None:
+            first, last, most = lo, hi, max(hi - lo, 1)
+        else:  # the window's true size (the last one may be short), known to window()'s datasets
+            known = rows.cardinality()
+            size = tf.cond(known >= 0, lambda: known,
+                           lambda: rows.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1))
+            first, last, layout = switch.bounds(size)
+            most = batch_size
+        mine = mapped(rows.skip(first).take(last - first)).batch(most)
         empty = empty_batch(mine.element_spec)
         if empty is not None:
             nothing = tf.data.Dataset.from_tensors(empty)
         else:  # row shapes known only by running M: one row of the window, mapped, cut to none
             nothing = mapped(rows.take(1)).batch(1).map(lambda *b: tf.nest.map_structure(
                 lambda t: t[:0], b[0] if len(b) == 1 else b))
-        return mine.concatenate(nothing).take(1)
+        batch_of_rows = mine.concatenate(nothing).take(1)
+        return batch_of_rows if switch is None else switch.tagged(batch_of_rows, layout)
 
     windows = source.window(batch_size, drop_remainder=drop)
     planned = windows.interleave(per_window, cycle_length=_WINDOWS_IN_FLIGHT, block_length=1,
@@ -224,30 +254,40 @@ def _array_plan(gather, rank, size):
     return zipped.map(gather._map_func._func, num_parallel_calls=tf.data.AUTOTUNE)
 
 
-def _reader_plan(reader, rank, size):
+def _reader_plan(reader, rank, size, switch):
     """matex.data: index batches -> read. The index batch is cut before the read."""
-    cut = reader._input_dataset.map(lambda i: rows_of_rank(i, rank, size))
-    return cut.map(reapplied(reader._map_func)[1])
+    read = reapplied(reader._map_func)[1]
+    if switch is None:
+        return reader._input_dataset.map(lambda i: rows_of_rank(i, rank, size)).map(read)
+
+    def cut(index):
+        first, last, layout = switch.bounds(tf.shape(index, out_type=tf.int64)[0])
+        return index[first:last], layout
+    return reader._input_dataset.map(cut).map(lambda index, layout: (read(index), layout))
 
 
-def plan(dataset, rank, size, statistical=False):
+def plan(dataset, rank, size, statistical=False, switch=None):
     """(rank's dataset, None) when the pipeline can be cut before its maps;
     (rank's dataset, what still runs on every rank) when only the pure maps
     below an impure one are cut; (None, why not) otherwise. `statistical`:
-    impure maps are cut too (their draws then differ from one process's)."""
+    impure maps are cut too (their draws then differ from one process's).
+    `switch` (a custom loop's, _loop_plan.py): each batch is cut only once
+    the switch is on, and its elements are (batch, layout) pairs."""
     try:
-        batch, replay = _walk_suffix(dataset)
+        batch, replay = _walk_suffix(dataset, in_loop=switch is not None)
         stop = None
         if _is_keras_array_gather(batch):
+            if switch is not None:
+                raise NotPlanned("Keras' NumPy adapter outside fit")
             planned = _array_plan(batch, rank, size)
         elif _is_row_reader(batch):
-            planned = _reader_plan(batch, rank, size)
+            planned = _reader_plan(batch, rank, size, switch)
         else:
-            source, maps, stop, impure = _walk_maps(batch, statistical)
+            source, maps, stop, impure = _walk_maps(batch, statistical and switch is None)
             if not maps:
                 return None, stop or _nothing_to_cut(source)
             _check_source(source)
-            planned = _window_plan(source, maps, impure, batch, rank, size)
+            planned = _window_plan(source, maps, impure, batch, rank, size, switch)
         for apply in reversed(replay):
             planned = apply(planned)
         planned = planned.with_options(dataset.options())  # those set between the maps too

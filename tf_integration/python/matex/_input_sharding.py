@@ -43,19 +43,25 @@ def _say_once(message):
     warnings.warn(message, stacklevel=3)
 
 
+def explain(planned, why, in_loop=False):
+    """Says once (rank 0) why a pipeline, or its part above `why`'s op, runs on every row."""
+    n = _runtime.size()
+    if planned is None and why and "nothing to save" not in why:
+        fast = "" if in_loop else ", or set MATEX_INPUT_SHARDING=statistical"
+        _say_once(f"matex: input pipeline not sharded{' in a custom loop' if in_loop else ''}: {why}; each of the "
+                  f"{n} ranks runs it on every row ({n}x input work). Make the map pure (per-row seeds: "
+                  f"Dataset.random or enumerate with tf.random.stateless_*){fast} (docs/tensorflow.md)")
+    elif planned is not None and why:
+        _say_once(f"matex: input pipeline sharded below {why.split(' (before')[0]} only: {why}, so it and "
+                  f"what comes before it run on every row on each of the {n} ranks")
+
+
 def _planned(dataset, statistical):
     cached = getattr(dataset, "_matex_plan", None)  # on the dataset: a cache that holds it would keep it alive
     if cached is not None and cached[0] == statistical:
         return cached[1]
     planned, why = _input_plan.plan(dataset, _runtime.rank(), _runtime.size(), statistical)
-    n = _runtime.size()
-    if planned is None and why and "nothing to save" not in why:
-        _say_once(f"matex: input pipeline not sharded: {why}; each of the {n} ranks runs it on every row "
-                  f"({n}x input work). Make the map pure (per-row seeds: Dataset.random or enumerate with "
-                  "tf.random.stateless_*), or set MATEX_INPUT_SHARDING=statistical (docs/tensorflow.md)")
-    elif planned is not None and why:
-        _say_once(f"matex: input pipeline sharded below {why.split(' (before')[0]} only: {why}, so it and "
-                  f"what comes before it run on every row on each of the {n} ranks")
+    explain(planned, why)
     try:
         dataset._matex_plan = (statistical, planned)
     except AttributeError:
@@ -63,7 +69,7 @@ def _planned(dataset, statistical):
     return planned
 
 
-def _within_budget(dataset):
+def within_budget(dataset):
     """tf.data's autotuner sized to the rank's CPUs (matex/_threads.py), not the machine's."""
     cpus = _threads.cpus()
     if not cpus or dataset.options().autotune.cpu_budget is not None:
@@ -77,4 +83,4 @@ def for_this_rank(dataset):
     """This rank's batches of `dataset` (a dataset of global batches)."""
     mode = _runtime.config("MATEX_INPUT_SHARDING")
     planned = None if mode == "replicate" else _planned(dataset, mode == "statistical")
-    return _within_budget(planned if planned is not None else replicated(dataset))
+    return within_budget(planned if planned is not None else replicated(dataset))

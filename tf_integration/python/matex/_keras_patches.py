@@ -17,7 +17,7 @@
   where XLA cannot compile matex's ops (a GPU), jit_compile is off.
 - custom loops: the trainable variables are broadcast from rank 0 before an
   optimizer's first update (eagerly, also when the step is traced); batched
-  tf.data iteration is sliced once it feeds training (_batch_layout.py).
+  tf.data iteration is sliced once it feeds training (_loop_iterator.py).
 - BatchNormalization and Dropout see the global batch (_layer_patches.py).
 - before any broadcast, the ranks check that they hold the same variables;
   fit and evaluate check that they were given the same arrays (_same_data.py).
@@ -29,7 +29,8 @@ import weakref
 import keras
 import tensorflow as tf
 
-from . import _batch_layout, _collectives, _input_sharding, _layer_patches, _metric_patches, _runtime, _same_data, _scope, _variable_sync
+from . import (_batch_layout, _collectives, _input_sharding, _layer_patches, _loop_iterator, _metric_patches, _runtime,
+               _same_data, _scope, _variable_sync)
 from ._patching import arguments_as_keywords
 from ._patching import patch as _patch
 
@@ -387,7 +388,7 @@ def apply_all():
     _patch(base_trainer.Trainer, "compile", _make_compile)
     for writer in ("save", "save_weights", "export"):
         _patch(keras.Model, writer, _make_save)
-    _batch_layout.apply_all(_patch)
+    _loop_iterator.apply_all(_patch)
     _layer_patches.apply_all(_patch)
     _metric_patches.apply_all(_patch)
     from . import _tf1_patches

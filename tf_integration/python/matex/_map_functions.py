@@ -17,7 +17,7 @@ def reapplied(wrapper):
         return structure.from_tensor_list(outputs, flat if isinstance(flat, (list, tuple)) else [flat])
 
     def on_arguments(*element):
-        return on_element(element if isinstance(inputs, tuple) else element[0])
+        return on_element(element if type(inputs) is tuple else element[0])  # tf.data unpacks plain tuples only
     return on_element, on_arguments
 
 
@@ -41,7 +41,7 @@ def rows_of_rank(t, rank, size):
 
 def element_of(arguments, like):
     """The element tf.data passed as positional arguments, as the structure `like` has it."""
-    return arguments if isinstance(like, tuple) else arguments[0]
+    return arguments if type(like) is tuple else arguments[0]  # a namedtuple arrives whole, as tf.data passes it
 
 
 def empty_batch(spec):

@@ -20,8 +20,9 @@ positions [g*B, (g+1)*B) of that order.
 
 Under MATEX_ENABLE=1, fit, evaluate and predict cut each global batch's
 index list before the read (matex/_input_plan.py), so rank r reads rows
-[b*r//N, b*(r+1)//N) of a global batch of b rows and nothing else. Outside them (a custom loop, one
-process) every global batch is read whole. Reads are plain file reads on
+[b*r//N, b*(r+1)//N) of a global batch of b rows and nothing else. A custom
+loop reads whole batches until it trains, then the same rows
+(matex/_loop_plan.py); on one process every batch is read whole. Reads are plain file reads on
 every rank (no MPI-IO): parallel HDF5 and PnetCDF are not used.
 
 Each source counts the rows it has read (`rows_read`), for tests and checks.
