@@ -66,8 +66,11 @@ for dtype in DTYPES:
             continue  # 2^4 overflows int8
         for count in COUNTS:
             tensor_id += 1
-            mine = inputs(RANK, tensor_id, count, dtype)
-            everyone = np.stack([inputs(r, tensor_id, count, dtype).astype(np.float64) for r in range(SIZE)])
+            # An average's inputs are multiples of SIZE, so that the exact mean is representable in every dtype.
+            scale = SIZE if op == "average" else 1
+            mine = inputs(RANK, tensor_id, count, dtype) * dtype(scale)
+            everyone = np.stack([(inputs(r, tensor_id, count, dtype) * dtype(scale)).astype(np.float64)
+                                 for r in range(SIZE)])
             want = reference(everyone) if count else np.zeros(0)
             got = matex.allreduce(tf.constant(mine), op=op).numpy().astype(np.float64)
             check(got.shape == (count,) and np.array_equal(got, want.astype(np.float64)),
@@ -150,7 +153,7 @@ if matex_native.xla_lowers_collectives():
     def xla_step(tensors, flags, rows):
         summed = matex.allreduce([t * 1 for t in tensors], op="sum")
         biggest = matex.allreduce(tensors[2], op="max")
-        average = matex.allreduce(tensors[1], op="average")
+        average = matex.allreduce(tensors[1] * SIZE, op="average")  # multiples of SIZE: an exact mean
         return summed, biggest, average, matex.broadcast(flags, root_rank=SIZE - 1), matex.allgather(rows)
 
     def xla_inputs(r, k):
@@ -166,7 +169,7 @@ if matex_native.xla_lowers_collectives():
             check(np.array_equal(summed[i].numpy().astype(np.float64), want) and summed[i].shape == (n,),
                   f"XLA allreduce sum {np.dtype(d).name} count {n} (call {k})")
         check(np.array_equal(biggest.numpy(), np.max([e[0][2].numpy() for e in everyone], axis=0)), f"XLA max {k}")
-        check(np.array_equal(average.numpy(), sum(e[0][1].numpy() for e in everyone) / SIZE), f"XLA average {k}")
+        check(np.array_equal(average.numpy(), sum(e[0][1].numpy() for e in everyone)), f"XLA average {k}")
         check(np.array_equal(flags.numpy(), everyone[-1][1].numpy()), f"XLA broadcast bool from the last rank {k}")
         check(np.array_equal(rows.numpy(), np.concatenate([e[2].numpy() for e in everyone])), f"XLA allgather {k}")
     hlo = xla_step.experimental_get_compiler_ir(*xla_inputs(RANK, 0))(stage="hlo")
@@ -185,7 +188,7 @@ if matex_native.xla_lowers_collectives():
             check("differs/rows" in str(error) and "same first dimension" in str(error),
                   f"XLA allgather mismatch names the tensor: {error}")
         check(np.array_equal(xla_step(*xla_inputs(RANK, 0))[2].numpy(),
-                             sum(xla_inputs(r, 0)[0][1].numpy() for r in range(SIZE)) / SIZE), "XLA after a mismatch")
+                             sum(xla_inputs(r, 0)[0][1].numpy() for r in range(SIZE))), "XLA after a mismatch")
 
 # GPU kernels (host-staged) are registered whenever TensorFlow has CUDA (the test build forces them on).
 if tf.test.is_built_with_cuda():
