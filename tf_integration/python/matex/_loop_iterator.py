@@ -16,7 +16,7 @@ import threading
 import tensorflow as tf
 from tensorflow.python.data.ops import iterator_ops
 
-from . import _batch_layout, _loop_plan, _runtime, _scope
+from . import _batch_layout, _input_sharding, _loop_plan, _runtime, _scope
 
 _BATCH_KINDS = ("Batch", "Rebatch")
 
@@ -130,8 +130,7 @@ class ShardedIterator(iterator_ops.OwnedIterator):
             return element
         if self._matex_plan is not None and not self._matex_in_graph:
             self._matex_plan.cut_from_now_on()
-        r, n = _runtime.rank(), _runtime.size()
-        lo, hi = rows * r // n, rows * (r + 1) // n
+        lo, hi = _input_sharding.slice_bounds(rows)  # the rows the plan cuts (_loop_plan.bounds)
         for variable, value in zip(variables, (hi - lo, rows, lo, 1)):
             variable.assign(value)
         return _slice(element, lo, hi)

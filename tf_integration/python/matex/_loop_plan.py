@@ -41,7 +41,7 @@ import weakref
 import tensorflow as tf
 
 from . import _input_plan, _input_sharding, _runtime
-from ._map_functions import element_of, share
+from ._map_functions import element_of
 
 _FIELDS = 7  # cut, local, total, offset, copies, rank, size
 _SMALL = 16  # batches: about what tf.data holds in flight at the switch (first, cycle, buffers)
@@ -63,7 +63,7 @@ class LoopPlan:
     def bounds(self, rows):
         """(first, last, layout) of a batch of `rows` rows, by the switch as it is now."""
         on = tf.cast(self.switch.read_value() > 0, tf.int64)
-        lo, hi = share(rows, _runtime.rank(), _runtime.size())
+        lo, hi = _input_sharding.slice_bounds(rows)  # the rows the iterator slices from a whole batch
         first, last = on * lo, on * hi + (1 - on) * rows
         rank, size = _runtime.rank(), _runtime.size()
         copies = on + (1 - on) * size
