@@ -18,11 +18,14 @@ constexpr bool kBuiltWithCuda = false;
 
 // Vectors, not maps: "all" runs in this (enum) order.
 const std::vector<std::pair<std::string, matex_dtype_t>> kDtypes = {
-    {"int8", MATEX_INT8},       {"uint8", MATEX_UINT8},       {"int32", MATEX_INT32},
-    {"int64", MATEX_INT64},     {"float16", MATEX_FLOAT16},   {"bfloat16", MATEX_BFLOAT16},
-    {"float32", MATEX_FLOAT32}, {"float64", MATEX_FLOAT64}};
+    {"int8", MATEX_INT8},         {"uint8", MATEX_UINT8},       {"int32", MATEX_INT32},
+    {"int64", MATEX_INT64},       {"float16", MATEX_FLOAT16},   {"bfloat16", MATEX_BFLOAT16},
+    {"float32", MATEX_FLOAT32},   {"float64", MATEX_FLOAT64},   {"bool", MATEX_BOOL},
+    {"int16", MATEX_INT16},       {"uint16", MATEX_UINT16},     {"uint32", MATEX_UINT32},
+    {"uint64", MATEX_UINT64}};
 const std::vector<std::pair<std::string, matex_op_t>> kOps = {
-    {"sum", MATEX_SUM}, {"prod", MATEX_PROD}, {"min", MATEX_MIN}, {"max", MATEX_MAX}, {"avg", MATEX_AVG}};
+    {"sum", MATEX_SUM},   {"prod", MATEX_PROD}, {"min", MATEX_MIN},  {"max", MATEX_MAX},
+    {"avg", MATEX_AVG},   {"band", MATEX_BAND}, {"bor", MATEX_BOR},  {"bxor", MATEX_BXOR}};
 const std::vector<std::pair<std::string, matex_collective_t>> kCollectives = {
     {"allreduce", MATEX_COLL_ALLREDUCE},
     {"broadcast", MATEX_COLL_BROADCAST},
@@ -189,6 +192,12 @@ std::string parse_options(int argc, char** argv, Options* options) {
     if (d != MATEX_FLOAT16 && d != MATEX_BFLOAT16 && d != MATEX_FLOAT32 && d != MATEX_FLOAT64)
       return "-o avg: needs a floating dtype (-d float16, bfloat16, float32 or float64)";
   }
+  const bool bitwise = !o.op_all && (o.ops[0] == MATEX_BAND || o.ops[0] == MATEX_BOR || o.ops[0] == MATEX_BXOR);
+  if (!o.dtype_all && bitwise && collective_reduces(o.coll)) {
+    matex_dtype_t d = o.dtypes[0];
+    if (d == MATEX_FLOAT16 || d == MATEX_BFLOAT16 || d == MATEX_FLOAT32 || d == MATEX_FLOAT64)
+      return "-o band/bor/bxor: needs an integer or bool dtype";
+  }
   *options = o;
   return "";
 }
@@ -212,8 +221,10 @@ std::string usage_text() {
          "  -n N      timed iterations per size, default 20\n"
          "  -w N      warm-up iterations per size, default 5\n"
          "  -c 0|1    check every element of the last iteration, default 1\n"
-         "  -d TYPE   int8|uint8|int32|int64|float16|bfloat16|float32|float64|all, default float32\n"
-         "  -o OP     sum|prod|min|max|avg|all, default sum (avg skipped for integers with all)\n"
+         "  -d TYPE   int8|uint8|int16|uint16|int32|uint32|int64|uint64|bool|float16|bfloat16|float32|\n"
+         "            float64|all, default float32\n"
+         "  -o OP     sum|prod|min|max|avg|band|bor|bxor|all, default sum (with all, avg is skipped for\n"
+         "            integers and bool, band/bor/bxor for floating types)\n"
          "  -r ROOT   broadcast root, default 0\n"
          "  -J FILE   write the results as JSON (rank 0)\n"
          "  --coll allreduce|broadcast|allgather|reduce_scatter   default allreduce\n"

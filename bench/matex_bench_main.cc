@@ -156,6 +156,7 @@ int run_benchmark(const Options& options, int rank) {
   for (matex_dtype_t dtype : options.dtypes) {
     for (matex_op_t op : ops) {
       if (op == MATEX_AVG && !dtype_is_float(dtype)) continue;  // only reachable through "all"
+      if ((op == MATEX_BAND || op == MATEX_BOR || op == MATEX_BXOR) && dtype_is_float(dtype)) continue;  // likewise
       const ReferencePatterns patterns(dtype, op, reduces, world_size);
       size_t previous_bytes = 0;
       for (size_t size : sizes) {

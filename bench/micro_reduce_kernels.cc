@@ -1,6 +1,7 @@
 // micro_reduce_kernels.cc - Google Benchmark of the element-wise reduction
 // kernel reduce_sources (core/reduce_kernels.h): 2 and 4 sources, every
-// dtype, sum and max, 4 KiB .. 64 MiB per source buffer.
+// dtype, sum and max (and bxor for the integer and bool dtypes), 4 KiB ..
+// 64 MiB per source buffer.
 //
 // Bytes processed = (sources + 1) x buffer bytes: every source read once and
 // the output written once, so GB/s compares directly with memcpy bandwidth.
@@ -38,8 +39,9 @@ void reduce_sources_benchmark(benchmark::State& state, matex_dtype_t dtype, mate
 const bool registered = [] {
   for (int nsrc : {2, 4}) {
     for (int d = 0; d < MATEX_DTYPE_COUNT; ++d) {
-      for (matex_op_t op : {MATEX_SUM, MATEX_MAX}) {
+      for (matex_op_t op : {MATEX_SUM, MATEX_MAX, MATEX_BXOR}) {
         const auto dtype = static_cast<matex_dtype_t>(d);
+        if (op == MATEX_BXOR && dtype_is_float(dtype)) continue;  // bitwise: integers and bool only
         const std::string name = std::string("reduce_sources/") + std::to_string(nsrc) + "src/" + matex_dtype_name(dtype) +
                                  "/" + matex_op_name(op);
         benchmark::RegisterBenchmark(name.c_str(), reduce_sources_benchmark, dtype, op, nsrc)

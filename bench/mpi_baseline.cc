@@ -66,12 +66,15 @@ void divide_by(matex_dtype_t dtype, void* data, size_t count, int divisor) {
 MPI_Datatype mpi_datatype(matex_dtype_t dtype) {
   switch (dtype) {
     case MATEX_INT8: return MPI_INT8_T;
-    case MATEX_UINT8: return MPI_UINT8_T;
+    case MATEX_UINT8: case MATEX_BOOL: return MPI_UINT8_T;
+    case MATEX_INT16: return MPI_INT16_T;
     case MATEX_INT32: return MPI_INT32_T;
+    case MATEX_UINT32: return MPI_UINT32_T;
     case MATEX_INT64: return MPI_INT64_T;
+    case MATEX_UINT64: return MPI_UINT64_T;
     case MATEX_FLOAT32: return MPI_FLOAT;
     case MATEX_FLOAT64: return MPI_DOUBLE;
-    default: return MPI_UINT16_T;  // float16, bfloat16
+    default: return MPI_UINT16_T;  // uint16, float16, bfloat16
   }
 }
 
@@ -88,6 +91,13 @@ MpiBaseline::~MpiBaseline() {
 }
 
 MPI_Op MpiBaseline::reduction(matex_dtype_t dtype, matex_op_t op) const {
+  switch (op) {  // integer and bool dtypes only
+    case MATEX_BAND: return MPI_BAND;
+    case MATEX_BOR: return MPI_BOR;
+    case MATEX_BXOR: return MPI_BXOR;
+    default: break;
+  }
+  if (dtype == MATEX_BOOL) return op == MATEX_PROD || op == MATEX_MIN ? MPI_MIN : MPI_MAX;  // and, or on 0/1
   const int column = op == MATEX_PROD ? 1 : op == MATEX_MIN ? 2 : op == MATEX_MAX ? 3 : 0;  // avg: sum
   if (dtype == MATEX_FLOAT16 || dtype == MATEX_BFLOAT16) return half_ops_[dtype == MATEX_BFLOAT16][column];
   const MPI_Op builtin[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX};

@@ -2,6 +2,7 @@
 #include "reference_patterns.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "element_codec.h"
@@ -13,11 +14,23 @@ constexpr size_t kPeriod = 1540;  // 4 * 5 * 7 * 11
 
 size_t phase_of(uint64_t seq) { return static_cast<size_t>((seq * 13) % kPeriod); }
 
+// bool's sum and max are an or, its prod and min an and: on 0/1, max and min.
+matex_op_t effective_op(matex_dtype_t dtype, matex_op_t op) {
+  if (dtype != MATEX_BOOL) return op;
+  if (op == MATEX_SUM || op == MATEX_AVG) return MATEX_MAX;
+  if (op == MATEX_PROD) return MATEX_MIN;
+  return op;
+}
+
 double fold(matex_op_t op, double a, double b) {
+  const auto bits = [](double v) { return static_cast<int64_t>(v); };  // the inputs are small integers
   switch (op) {
     case MATEX_PROD: return a * b;
     case MATEX_MIN: return std::min(a, b);
     case MATEX_MAX: return std::max(a, b);
+    case MATEX_BAND: return static_cast<double>(bits(a) & bits(b));
+    case MATEX_BOR: return static_cast<double>(bits(a) | bits(b));
+    case MATEX_BXOR: return static_cast<double>(bits(a) ^ bits(b));
     default: return a + b;  // sum, avg (divided at the end)
   }
 }
@@ -33,7 +46,7 @@ ReferencePatterns::ReferencePatterns(matex_dtype_t dtype, matex_op_t op, bool re
   reduced_.assign(2 * kPeriod * element_size_, 0);
   for (size_t k = 0; k < kPeriod; ++k) {
     double acc = input_value(0, k);
-    for (int r = 1; r < world_size; ++r) acc = fold(op_, acc, input_value(r, k));
+    for (int r = 1; r < world_size; ++r) acc = fold(effective_op(dtype, op_), acc, input_value(r, k));
     if (op_ == MATEX_AVG) acc /= world_size;
     for (size_t copy : {k, k + kPeriod}) {
       for (int r = 0; r < world_size; ++r) store_element(dtype, inputs_[r].data(), copy, input_value(r, k));
@@ -46,6 +59,7 @@ double ReferencePatterns::input_value(int rank, size_t k) const {
   const bool is_signed = dtype_is_signed(dtype_);
   const long r = rank;
   const long kk = static_cast<long>(k);
+  if (dtype_ == MATEX_BOOL) return (2 * kk + 3 * r) % 5 < 2 ? 1.0 : 0.0;
   switch (op_) {
     case MATEX_PROD:
       if ((kk + r) % 4 == 0) return 2.0;
@@ -55,6 +69,10 @@ double ReferencePatterns::input_value(int rank, size_t k) const {
       return is_signed ? static_cast<double>((3 * kk + 7 * r) % 11 - 5) : static_cast<double>((3 * kk + 7 * r) % 11);
     case MATEX_AVG:
       return static_cast<double>(kk % 7 - 3) + r - (world_size_ - 1) / 2.0;
+    case MATEX_BAND:
+    case MATEX_BOR:
+    case MATEX_BXOR:  // [-11, 11]: every result stays in [-16, 15], exact in int8
+      return is_signed ? static_cast<double>((3 * kk + 5 * r) % 23 - 11) : static_cast<double>((3 * kk + 5 * r) % 23);
     default:
       return is_signed ? static_cast<double>((kk + 3 * r) % 5 - 2) : static_cast<double>((kk + 3 * r) % 4);
   }

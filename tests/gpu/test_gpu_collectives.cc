@@ -180,6 +180,99 @@ TEST_P(GpuCollectives, AllgatherAndReduceScatter) {
   agree_no_errors(wrong, "wrong allgather and reduce_scatter elements over all counts");
 }
 
+// NCCL has no 16-bit integers and no bitwise reductions.
+bool nccl_cannot_reduce(matex_dtype_t dtype, matex_op_t op) {
+  return dtype == MATEX_INT16 || dtype == MATEX_UINT16 || matex_test::is_bitwise(op);
+}
+
+// The newer dtypes with every op and the bitwise ops with every integer dtype.
+// The staged path serves them all; nccl_hier serves bool (as uint8 max/min),
+// uint32 and uint64, and refuses the rest with MATEX_ERR_UNSUPPORTED, naming
+// the dtype or op, on every rank alike and before any communication, so the
+// communicator goes on working (the next pair runs on it).
+TEST_P(GpuCollectives, AllreduceNewerDtypesAndBitwiseOps) {
+  GpuComm comm(GetParam());
+  const int p = world_size(), me = world_rank();
+  const bool nccl = expected_algorithm(comm.get(), GetParam()) == "nccl_hier";
+  long long wrong = 0;
+  for (const matex_test::DtypeOp& pair : matex_test::new_reduction_pairs()) {
+    const matex_dtype_t dtype = pair.dtype;
+    const matex_op_t op = pair.op;
+    if (matex_test::refused_pair(dtype, op)) continue;  // invalid on every path
+    for (size_t count : {size_t(1), size_t(1021), size_t(65537)}) {
+      with_dtype(dtype, [&](auto traits) {
+        using Traits = decltype(traits);
+        using T = typename Traits::Storage;
+        const ReductionPattern pattern(op, Traits::kUnsigned, p, Traits::kBool);
+        std::vector<T> host(count), result(count);
+        for (size_t i = 0; i < count; ++i) host[i] = Traits::encode(pattern.input(i, me));
+        DeviceArray send(count * sizeof(T)), recv(count * sizeof(T));
+        send.upload(host.data());
+        const matex_status_t status = matex_allreduce(comm.get(), send.get(), recv.get(), count, dtype, op);
+        const std::string what = std::string(matex_dtype_name(dtype)) + " " + matex_op_name(op) + " count " +
+                                 std::to_string(count) + " on " + GetParam();
+        if (nccl && nccl_cannot_reduce(dtype, op)) {
+          EXPECT_EQ(status, MATEX_ERR_UNSUPPORTED) << what;
+          const std::string message = matex_last_error();
+          const char* named = matex_test::is_bitwise(op) ? matex_op_name(op) : matex_dtype_name(dtype);
+          EXPECT_NE(message.find(named), std::string::npos) << what << ": " << message;
+          wrong += status != MATEX_ERR_UNSUPPORTED;
+          return;
+        }
+        ASSERT_EQ(status, MATEX_SUCCESS) << what << ": " << matex_last_error();
+        comm.sync();
+        recv.download(result.data());
+        for (size_t i = 0; i < count; ++i) {
+          if (Traits::decode(result[i]) != static_cast<double>(pattern.expected(i))) ++wrong;
+        }
+      });
+    }
+  }
+  agree_no_errors(wrong, "wrong results or statuses of the newer dtypes and bitwise ops on device buffers");
+}
+
+// Data movement needs no NCCL type: int16 and bool broadcast and reduce_scatter
+// (the latter refused by NCCL for int16, as above) on device buffers.
+TEST_P(GpuCollectives, NewerDtypesBroadcastAndReduceScatter) {
+  GpuComm comm(GetParam());
+  const bool nccl = expected_algorithm(comm.get(), GetParam()) == "nccl_hier";
+  const size_t p = static_cast<size_t>(world_size());
+  const int me = world_rank();
+  const int root = world_size() - 1;
+  long long wrong = 0;
+  for (size_t count : {size_t(1), size_t(1021)}) {
+    std::vector<int16_t> host(count), result(count);
+    for (size_t i = 0; i < count; ++i) host[i] = static_cast<int16_t>(matex_test::plain_value(i, me == root ? root : 99, false));
+    DeviceArray buffer(count * sizeof(int16_t));
+    buffer.upload(host.data());
+    ASSERT_EQ(matex_broadcast(comm.get(), buffer.get(), count, MATEX_INT16, root), MATEX_SUCCESS) << matex_last_error();
+    comm.sync();
+    buffer.download(result.data());
+    for (size_t i = 0; i < count; ++i) wrong += result[i] != matex_test::plain_value(i, root, false);
+
+    for (matex_dtype_t dtype : {MATEX_BOOL, MATEX_INT16}) {
+      with_dtype(dtype, [&](auto traits) {
+        using Traits = decltype(traits);
+        using T = typename Traits::Storage;
+        const ReductionPattern pattern(MATEX_SUM, Traits::kUnsigned, int(p), Traits::kBool);
+        std::vector<T> input(count * p), block(count);
+        for (size_t i = 0; i < count * p; ++i) input[i] = Traits::encode(pattern.input(i, me));
+        DeviceArray whole(count * p * sizeof(T)), out(count * sizeof(T));
+        whole.upload(input.data());
+        const matex_status_t status = matex_reduce_scatter(comm.get(), whole.get(), out.get(), count, dtype, MATEX_SUM);
+        if (status == MATEX_ERR_UNSUPPORTED && nccl && dtype == MATEX_INT16) return;  // NCCL lacks int16
+        ASSERT_EQ(status, MATEX_SUCCESS) << matex_dtype_name(dtype) << ": " << matex_last_error();
+        comm.sync();
+        out.download(block.data());
+        for (size_t i = 0; i < count; ++i) {
+          wrong += Traits::decode(block[i]) != static_cast<double>(pattern.expected(me * count + i));
+        }
+      });
+    }
+  }
+  agree_no_errors(wrong, "wrong int16/bool broadcast and reduce_scatter elements on device buffers");
+}
+
 TEST_P(GpuCollectives, MixedHostAndDeviceBuffersAreRefused) {
   GpuComm comm(GetParam());
   std::vector<float> host(16, 1.0f);

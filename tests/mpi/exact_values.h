@@ -4,7 +4,8 @@
 // dispatcher from matex_dtype_t to those traits.
 //
 // float16 and bfloat16 are encoded by hand: the tests only ever store
-// integers with |n| <= 256, which both formats hold exactly.
+// integers with |n| <= 256, which both formats hold exactly. bool stores the
+// byte it is given (the reduction patterns give it 0 or 1).
 #pragma once
 
 #include <cstdint>
@@ -83,6 +84,7 @@ struct PlainTraits {
   static constexpr matex_dtype_t kDtype = D;
   static constexpr bool kFloating = Floating;
   static constexpr bool kUnsigned = T(-1) > T(0);
+  static constexpr bool kBool = false;
   static Storage encode(int64_t n) { return static_cast<T>(n); }
   static double decode(Storage s) { return static_cast<double>(s); }
 };
@@ -92,6 +94,7 @@ struct HalfTraits {
   static constexpr matex_dtype_t kDtype = MATEX_FLOAT16;
   static constexpr bool kFloating = true;
   static constexpr bool kUnsigned = false;
+  static constexpr bool kBool = false;
   static Storage encode(int64_t n) { return table_encode<int_to_half_bits>(n); }
   static double decode(Storage s) { return half_bits_to_double(s); }
 };
@@ -101,8 +104,22 @@ struct BFloat16Traits {
   static constexpr matex_dtype_t kDtype = MATEX_BFLOAT16;
   static constexpr bool kFloating = true;
   static constexpr bool kUnsigned = false;
+  static constexpr bool kBool = false;
   static Storage encode(int64_t n) { return table_encode<int_to_bfloat16_bits>(n); }
   static double decode(Storage s) { return bfloat16_bits_to_double(s); }
+};
+
+// bool is one byte. Reduction inputs and results are 0 or 1; the byte is kept
+// as given (not squashed to 0/1) so that the tests' guard values (77, 76, ...)
+// after a buffer stay recognizable.
+struct BoolTraits {
+  using Storage = uint8_t;
+  static constexpr matex_dtype_t kDtype = MATEX_BOOL;
+  static constexpr bool kFloating = false;
+  static constexpr bool kUnsigned = true;
+  static constexpr bool kBool = true;
+  static Storage encode(int64_t n) { return static_cast<uint8_t>(n); }
+  static double decode(Storage s) { return static_cast<double>(s); }
 };
 
 // Calls fn(Traits{}) with the traits of dtype.
@@ -111,8 +128,13 @@ void with_dtype(matex_dtype_t dtype, Fn&& fn) {
   switch (dtype) {
     case MATEX_INT8: return fn(PlainTraits<int8_t, MATEX_INT8, false>{});
     case MATEX_UINT8: return fn(PlainTraits<uint8_t, MATEX_UINT8, false>{});
+    case MATEX_INT16: return fn(PlainTraits<int16_t, MATEX_INT16, false>{});
+    case MATEX_UINT16: return fn(PlainTraits<uint16_t, MATEX_UINT16, false>{});
     case MATEX_INT32: return fn(PlainTraits<int32_t, MATEX_INT32, false>{});
+    case MATEX_UINT32: return fn(PlainTraits<uint32_t, MATEX_UINT32, false>{});
     case MATEX_INT64: return fn(PlainTraits<int64_t, MATEX_INT64, false>{});
+    case MATEX_UINT64: return fn(PlainTraits<uint64_t, MATEX_UINT64, false>{});
+    case MATEX_BOOL: return fn(BoolTraits{});
     case MATEX_FLOAT16: return fn(HalfTraits{});
     case MATEX_BFLOAT16: return fn(BFloat16Traits{});
     case MATEX_FLOAT32: return fn(PlainTraits<float, MATEX_FLOAT32, true>{});

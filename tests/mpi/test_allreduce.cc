@@ -2,7 +2,8 @@
 // test: every algorithm x dtype x op x count x placement (out of place,
 // sendbuf == recvbuf, MATEX_IN_PLACE), every element checked, plus a guard
 // after the result that must stay untouched. avg on integer dtypes must be
-// rejected with MATEX_ERR_INVALID_ARG.
+// rejected with MATEX_ERR_INVALID_ARG. The newer dtypes and the bitwise ops
+// run in a smaller sweep of their own (AllreduceNewTypes).
 //
 // By default every count runs in all three placements. MATEX_TEST_QUICK=1 runs
 // the largest count in one placement per (algorithm, dtype, op), rotating
@@ -50,7 +51,7 @@ template <class Traits>
 long long run_case(matex_comm_t comm, const Case& c) {
   using S = typename Traits::Storage;
   const int rank = world_rank();
-  const ReductionPattern pattern(c.op, Traits::kUnsigned, world_size());
+  const ReductionPattern pattern(c.op, Traits::kUnsigned, world_size(), Traits::kBool);
   S* send = scratch<S>(0, c.count + kGuardElements);
   S* recv = scratch<S>(1, c.count + kGuardElements);
   S* input = c.placement == kOutOfPlace ? send : recv;
@@ -130,6 +131,50 @@ std::string matrix_name(const testing::TestParamInfo<std::tuple<int, matex_dtype
 INSTANTIATE_TEST_SUITE_P(AllAlgorithms, AllreduceMatrix,
                          testing::Combine(testing::Range(0, kAlgorithmCount), testing::ValuesIn(kAllDtypes)),
                          matrix_name);
+
+// The newer dtypes (bool, int16, uint16, uint32, uint64) with every op, and the
+// bitwise ops with every older dtype, per algorithm. Fewer counts than the
+// matrix above: every pair runs 1021 (a prime: no rank count divides it) and
+// two of 0, 1, 13 and 65537 (above the small-message thresholds), rotating so
+// that each dtype meets all four; one placement per call, rotating too.
+// Pairs the library refuses (avg on integers and bool, bitwise ops on floating
+// dtypes) must be rejected locally with MATEX_ERR_INVALID_ARG naming the op.
+constexpr size_t kNewTypeExtraCounts[] = {0, 1, 13, 65537};
+
+class AllreduceNewTypes : public testing::TestWithParam<int> {};
+
+TEST_P(AllreduceNewTypes, EveryPairOnEveryAlgorithm) {
+  const int algorithm_index = GetParam();
+  const char* algorithm = kAlgorithms[algorithm_index];
+  matex_comm_t comm = test_comm();
+  long long errors = 0;
+  const matex_status_t set = matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, algorithm);
+  EXPECT_EQ(set, MATEX_SUCCESS) << matex_last_error();
+  errors += set != MATEX_SUCCESS;
+  int rotation = algorithm_index;
+  for (const DtypeOp& pair : new_reduction_pairs()) {
+    if (refused_pair(pair.dtype, pair.op)) {
+      int64_t buf[8] = {};
+      const matex_status_t status = matex_allreduce(comm, buf, buf, 1, pair.dtype, pair.op);
+      EXPECT_EQ(status, MATEX_ERR_INVALID_ARG) << matex_op_name(pair.op) << " on " << matex_dtype_name(pair.dtype);
+      const std::string message = matex_last_error();
+      EXPECT_NE(message.find(matex_op_name(pair.op)), std::string::npos) << message;
+      EXPECT_NE(message.find(matex_dtype_name(pair.dtype)), std::string::npos) << message;
+      errors += status != MATEX_ERR_INVALID_ARG;
+      continue;
+    }
+    const size_t counts[] = {kNewTypeExtraCounts[rotation % 4], size_t(1021), kNewTypeExtraCounts[(rotation + 1) % 4]};
+    for (size_t count : counts) {
+      const Case c{algorithm, pair.dtype, pair.op, count, rotation++ % 3};
+      with_dtype(pair.dtype, [&](auto traits) { errors += run_case<decltype(traits)>(comm, c); });
+    }
+  }
+  EXPECT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "auto"), MATEX_SUCCESS);
+  agree_no_errors(errors, std::string("allreduce of the newer dtypes and ops, ") + algorithm);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, AllreduceNewTypes, testing::Range(0, kAlgorithmCount),
+                         [](const testing::TestParamInfo<int>& info) { return std::string(kAlgorithms[info.param]); });
 
 // "auto" picks some algorithm; whichever it is, the result must be right.
 TEST(Allreduce, AutoSelectionIsCorrect) {

@@ -31,8 +31,10 @@
 #include <vector>
 
 #include "error_checks.h"
+#include "exact_values.h"
 #include "matexcomm/matexcomm.h"
 #include "mpi_test_util.h"
+#include "reduction_patterns.h"
 
 namespace matex_test {
 namespace {
@@ -559,6 +561,14 @@ TEST_F(EngineTest, BadSubmissionsAreRefusedWithoutQueuing) {
   errors += expect_error(matex_engine_submit(engine_, &bad, 1, nullptr), MATEX_ERR_INVALID_ARG, "prescale",
                          "prescale on int32");
   bad = op;
+  bad.op = MATEX_BXOR;
+  errors += expect_error(matex_engine_submit(engine_, &bad, 1, nullptr), MATEX_ERR_INVALID_ARG, "bxor",
+                         "bxor on float32");
+  bad = op;
+  bad.dtype = MATEX_BOOL;
+  bad.op = MATEX_AVG;
+  errors += expect_error(matex_engine_submit(engine_, &bad, 1, nullptr), MATEX_ERR_INVALID_ARG, "avg", "avg on bool");
+  bad = op;
   bad.coll = MATEX_COLL_BROADCAST;
   bad.root = world_size();
   errors += expect_error(matex_engine_submit(engine_, &bad, 1, nullptr), MATEX_ERR_INVALID_ARG, "root",
@@ -586,6 +596,78 @@ TEST_F(EngineTest, BadSubmissionsAreRefusedWithoutQueuing) {
   matex_request_free(&request);
   for (float v : b) errors += v != static_cast<float>(world_size());
   agree_no_errors(errors, "bad submissions");
+}
+
+// The newer dtypes and the bitwise ops through the engine: three tensors of
+// each (dtype, op) pair, submitted together so that they fuse, checked
+// against the reference patterns of the collective tests.
+TEST_F(EngineTest, NewerDtypesAndBitwiseOpsFuseExactly) {
+  struct Pair {
+    matex_dtype_t dtype;
+    matex_op_t op;
+  };
+  const Pair pairs[] = {{MATEX_BOOL, MATEX_SUM},    {MATEX_BOOL, MATEX_PROD},  {MATEX_BOOL, MATEX_BXOR},
+                        {MATEX_INT16, MATEX_SUM},   {MATEX_INT16, MATEX_BXOR}, {MATEX_UINT16, MATEX_MAX},
+                        {MATEX_UINT16, MATEX_BAND}, {MATEX_UINT32, MATEX_PROD}, {MATEX_UINT32, MATEX_BOR},
+                        {MATEX_UINT64, MATEX_SUM},  {MATEX_UINT64, MATEX_MIN}, {MATEX_INT32, MATEX_BAND},
+                        {MATEX_INT8, MATEX_BOR}};
+  const size_t counts[] = {1, 13, 1021};
+  struct Item {
+    std::string name;
+    Pair pair;
+    size_t count;
+    std::vector<unsigned char> send, recv;
+  };
+  std::vector<Item> items;
+  for (const Pair& pair : pairs) {
+    for (size_t count : counts) {
+      Item item{std::string("newer/") + matex_dtype_name(pair.dtype) + "/" + matex_op_name(pair.op) + "/" +
+                    std::to_string(count),
+                pair, count, {}, {}};
+      item.send.assign(count * matex_dtype_size(pair.dtype), 0);
+      item.recv.assign(item.send.size(), 0xEE);
+      matex_test::with_dtype(pair.dtype, [&](auto traits) {
+        using Traits = decltype(traits);
+        const matex_test::ReductionPattern pattern(pair.op, Traits::kUnsigned, world_size(), Traits::kBool);
+        auto* send = reinterpret_cast<typename Traits::Storage*>(item.send.data());
+        for (size_t j = 0; j < count; ++j) send[j] = Traits::encode(pattern.input(j + count, world_rank()));
+      });
+      items.push_back(std::move(item));
+    }
+  }
+  std::vector<matex_tensor_op_t> ops;
+  for (Item& item : items) {
+    matex_tensor_op_t op{};
+    op.name = item.name.c_str();
+    op.coll = MATEX_COLL_ALLREDUCE;
+    op.sendbuf = item.send.data();
+    op.recvbuf = item.recv.data();
+    op.count = item.count;
+    op.dtype = item.pair.dtype;
+    op.op = item.pair.op;
+    ops.push_back(op);
+  }
+  std::vector<matex_request_t> requests(ops.size(), nullptr);
+  ASSERT_EQ(matex_engine_submit(engine_, ops.data(), ops.size(), requests.data()), MATEX_SUCCESS) << matex_last_error();
+  long long errors = 0;
+  for (size_t k = 0; k < items.size(); ++k) {
+    const matex_status_t status = matex_request_wait(requests[k]);
+    EXPECT_EQ(status, MATEX_SUCCESS) << items[k].name << ": " << matex_last_error();
+    errors += status != MATEX_SUCCESS;
+    matex_request_free(&requests[k]);
+    const Item& item = items[k];
+    matex_test::with_dtype(item.pair.dtype, [&](auto traits) {
+      using Traits = decltype(traits);
+      const matex_test::ReductionPattern pattern(item.pair.op, Traits::kUnsigned, world_size(), Traits::kBool);
+      Mismatches wrong;
+      matex_test::check_elements<Traits>(reinterpret_cast<const typename Traits::Storage*>(item.recv.data()),
+                                         item.count, [&](size_t j) { return pattern.expected(j + item.count); },
+                                         wrong);
+      EXPECT_EQ(wrong.count(), 0u) << item.name << ": " << wrong.report();
+      errors += static_cast<long long>(wrong.count());
+    });
+  }
+  agree_no_errors(errors, "newer dtypes and bitwise ops through the engine");
 }
 
 TEST_F(EngineTest, DestroyFailsWhatIsStillPending) {

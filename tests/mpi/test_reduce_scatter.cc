@@ -28,7 +28,7 @@ long long run_reduce_scatter(matex_comm_t comm, matex_op_t op, size_t recvcount,
            " recvcount=" + std::to_string(recvcount) + (in_place ? " MATEX_IN_PLACE" : " out-of-place") +
            " rank=" + std::to_string(rank);
   };
-  const ReductionPattern pattern(op, Traits::kUnsigned, world_size());
+  const ReductionPattern pattern(op, Traits::kUnsigned, world_size(), Traits::kBool);
   S* send = scratch<S>(0, total + kGuardElements);
   S* recv = scratch<S>(1, (in_place ? total : recvcount) + kGuardElements);
   S* input = in_place ? recv : send;
@@ -87,6 +87,31 @@ TEST_P(ReduceScatterByDtype, EveryOpAndCount) {
 std::string dtype_name(const testing::TestParamInfo<matex_dtype_t>& info) { return matex_dtype_name(info.param); }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypes, ReduceScatterByDtype, testing::ValuesIn(kAllDtypes), dtype_name);
+
+// The newer dtypes with every op and the bitwise ops with every older dtype:
+// recvcounts 0, 1, 13 and 1021 (prime block lengths), placement alternating.
+// Refused pairs must fail locally with MATEX_ERR_INVALID_ARG.
+TEST(ReduceScatterNewTypes, EveryPair) {
+  matex_comm_t comm = test_comm();
+  long long errors = 0;
+  bool in_place = false;
+  for (const DtypeOp& pair : new_reduction_pairs()) {
+    if (refused_pair(pair.dtype, pair.op)) {
+      int64_t buf[16] = {};
+      const matex_status_t status = matex_reduce_scatter(comm, buf, buf + 8, 1, pair.dtype, pair.op);
+      EXPECT_EQ(status, MATEX_ERR_INVALID_ARG) << matex_op_name(pair.op) << " on " << matex_dtype_name(pair.dtype);
+      EXPECT_NE(std::string(matex_last_error()).find(matex_op_name(pair.op)), std::string::npos) << matex_last_error();
+      errors += status != MATEX_ERR_INVALID_ARG;
+      continue;
+    }
+    for (size_t recvcount : {size_t(0), size_t(1), size_t(13), size_t(1021)}) {
+      in_place = !in_place;
+      with_dtype(pair.dtype,
+                 [&](auto t) { errors += run_reduce_scatter<decltype(t)>(comm, pair.op, recvcount, in_place); });
+    }
+  }
+  agree_no_errors(errors, "reduce_scatter of the newer dtypes and ops");
+}
 
 }  // namespace
 }  // namespace matex_test

@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define MATEX_VERSION_MAJOR 0
-#define MATEX_VERSION_MINOR 1
+#define MATEX_VERSION_MINOR 2
 #define MATEX_VERSION_PATCH 0
 
 /* Symbol visibility: the library is built with hidden visibility by default. */
@@ -70,7 +70,12 @@ typedef enum matex_dtype {
   MATEX_BFLOAT16 = 5, /* bfloat16 */
   MATEX_FLOAT32 = 6,
   MATEX_FLOAT64 = 7,
-  MATEX_DTYPE_COUNT = 8
+  MATEX_BOOL = 8,     /* one byte holding 0 or 1: sum and max are a logical or, prod and min a logical and */
+  MATEX_INT16 = 9,
+  MATEX_UINT16 = 10,
+  MATEX_UINT32 = 11,
+  MATEX_UINT64 = 12,
+  MATEX_DTYPE_COUNT = 13
 } matex_dtype_t;
 
 typedef enum matex_op {
@@ -78,8 +83,11 @@ typedef enum matex_op {
   MATEX_PROD = 1,
   MATEX_MIN = 2,
   MATEX_MAX = 3,
-  MATEX_AVG = 4, /* floating dtypes only; float16/bfloat16 accumulate in float32 */
-  MATEX_OP_COUNT = 5
+  MATEX_AVG = 4,  /* floating dtypes only; float16/bfloat16 accumulate in float32 */
+  MATEX_BAND = 5, /* bitwise and: integer and bool dtypes only */
+  MATEX_BOR = 6,  /* bitwise or: integer and bool dtypes only */
+  MATEX_BXOR = 7, /* bitwise exclusive or: integer and bool dtypes only */
+  MATEX_OP_COUNT = 8
 } matex_op_t;
 
 typedef enum matex_collective {
@@ -164,6 +172,114 @@ MATEX_API matex_status_t matex_reduce_scatter(matex_comm_t comm, const void* sen
                                               matex_op_t op);
 
 MATEX_API matex_status_t matex_barrier(matex_comm_t comm);
+
+/* Pre-multiplied sums: every rank first multiplies its own input by its own
+ * `factor` (ranks may pass different factors), then the products are summed:
+ * recvbuf[i] = sum over ranks r of factor_r * sendbuf_r[i]. Floating dtypes
+ * only; float16 and bfloat16 multiply in float32 and round once before the sum.
+ * In place as for matex_allreduce and matex_reduce_scatter; the send buffer is
+ * never written. Host buffers only in this release (device memory:
+ * MATEX_ERR_UNSUPPORTED); integer dtypes: MATEX_ERR_INVALID_ARG naming dtype. */
+MATEX_API matex_status_t matex_allreduce_premul_sum(matex_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                    size_t count, matex_dtype_t dtype, double factor);
+MATEX_API matex_status_t matex_reduce_scatter_premul_sum(matex_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                         size_t recvcount, matex_dtype_t dtype, double factor);
+
+/* ---- rooted collectives and all-to-all ------------------------------------------ */
+/* Every rank passes the same root, count, dtype and op; arguments that only the
+ * root uses (recvbuf of reduce and gather, sendbuf of scatter, the counts and
+ * displacements of gatherv and scatterv) are ignored elsewhere and may be NULL.
+ * The v-variants check that the counts agree between ranks and fail with
+ * MATEX_ERR_MISMATCH naming the rank at fault, on every rank, instead of
+ * truncating or hanging. Displacements are in elements; NULL means packed in
+ * rank order. Counts and displacements of gather, scatter and alltoall (and
+ * their v-variants) must fit an int (MATEX_ERR_UNSUPPORTED naming the argument
+ * otherwise); reduce takes any count. All of them take host buffers only in
+ * this release (device memory: MATEX_ERR_UNSUPPORTED). */
+
+/* At root: recvbuf[i] = op over ranks of sendbuf[i]. In place at root:
+ * sendbuf == MATEX_IN_PLACE or sendbuf == recvbuf. */
+MATEX_API matex_status_t matex_reduce(matex_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                                      matex_dtype_t dtype, matex_op_t op, int root);
+/* At root: recvbuf[r*count .. (r+1)*count) = sendbuf of rank r. In place at
+ * root: sendbuf == MATEX_IN_PLACE (root's block is already in recvbuf). */
+MATEX_API matex_status_t matex_gather(matex_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                                      matex_dtype_t dtype, int root);
+/* Rank r sends sendcount elements; at root they land at displs[r] of recvbuf,
+ * and recvcounts[r] must equal rank r's sendcount. */
+MATEX_API matex_status_t matex_gatherv(matex_comm_t comm, const void* sendbuf, size_t sendcount, void* recvbuf,
+                                       const size_t* recvcounts, const size_t* displs, matex_dtype_t dtype,
+                                       int root);
+/* Rank r receives root's sendbuf[r*count .. (r+1)*count). In place at root:
+ * recvbuf == MATEX_IN_PLACE (root keeps its block where it is in sendbuf). */
+MATEX_API matex_status_t matex_scatter(matex_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                                       matex_dtype_t dtype, int root);
+/* Rank r receives sendcounts[r] elements from displs[r] of root's sendbuf;
+ * recvcount must equal root's sendcounts[r]. */
+MATEX_API matex_status_t matex_scatterv(matex_comm_t comm, const void* sendbuf, const size_t* sendcounts,
+                                        const size_t* displs, void* recvbuf, size_t recvcount,
+                                        matex_dtype_t dtype, int root);
+/* Block j of sendbuf (count elements) goes to rank j, which puts it at block r
+ * (r the sender) of its recvbuf. The buffers must not overlap. */
+MATEX_API matex_status_t matex_alltoall(matex_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                                        matex_dtype_t dtype);
+/* Rank r sends sendcounts[j] elements from sdispls[j] to rank j, which must
+ * expect recvcounts[r] == that count and puts them at rdispls[r]. */
+MATEX_API matex_status_t matex_alltoallv(matex_comm_t comm, const void* sendbuf, const size_t* sendcounts,
+                                         const size_t* sdispls, void* recvbuf, const size_t* recvcounts,
+                                         const size_t* rdispls, matex_dtype_t dtype);
+
+/* ---- point to point ---------------------------------------------------------------- */
+/* A thin layer over MPI that stays on the communicator: messages travel on a
+ * private MPI communicator of their own, so they never meet the collectives'
+ * traffic, and these calls may run on any thread while another thread runs a
+ * collective on the same communicator (that needs MPI_THREAD_MULTIPLE;
+ * MATEX_ERR_UNSUPPORTED otherwise). Messages between one pair of ranks with one
+ * tag arrive in the order they were sent. Tags are >= 0 (and at most MPI_TAG_UB).
+ * Host buffers only in this release; count must fit an int. */
+typedef struct matex_p2p_s* matex_p2p_t;
+#define MATEX_ANY_SOURCE (-1)
+
+/* Start a send or a receive and return at once. The buffer must stay
+ * untouched until the request completes. A receive accepts a message of at
+ * most count elements; a longer one fails the request with MATEX_ERR_MISMATCH
+ * naming the sender and both sizes. */
+MATEX_API matex_status_t matex_isend(matex_comm_t comm, const void* buf, size_t count, matex_dtype_t dtype,
+                                     int dest, int tag, matex_p2p_t* request);
+MATEX_API matex_status_t matex_irecv(matex_comm_t comm, void* buf, size_t count, matex_dtype_t dtype,
+                                     int source, int tag, matex_p2p_t* request);
+/* *done = 1 once the request completed (the return value is then its status). */
+MATEX_API matex_status_t matex_p2p_test(matex_p2p_t request, int* done);
+/* Waits, backing off, at most timeout_seconds (negative: without limit).
+ * MATEX_ERR_TIMEOUT on expiry, naming the peer and the tag; the request stays
+ * pending and may be waited on again or freed. */
+MATEX_API matex_status_t matex_p2p_wait(matex_p2p_t request, double timeout_seconds);
+/* A completed receive's sender and element count (MATEX_ERR_INVALID_ARG for a
+ * send or a receive still pending). Requests may be tested and waited on from
+ * any thread; a freed handle is rejected with MATEX_ERR_NOT_INITIALIZED. */
+MATEX_API matex_status_t matex_p2p_status(matex_p2p_t request, int* source, size_t* count);
+/* Releases a request and sets *request to NULL. A receive still pending is
+ * cancelled; a send still pending is left to MPI to finish. */
+MATEX_API matex_status_t matex_p2p_free(matex_p2p_t* request);
+/* Blocking forms: isend/irecv, then wait (timeout as for matex_p2p_wait), then
+ * free. *source (when not NULL) receives the sender's rank. After a timeout a
+ * receive is cancelled; a send is left to MPI, which may still read buf until
+ * the receiver takes the message. */
+MATEX_API matex_status_t matex_send(matex_comm_t comm, const void* buf, size_t count, matex_dtype_t dtype,
+                                    int dest, int tag, double timeout_seconds);
+MATEX_API matex_status_t matex_recv(matex_comm_t comm, void* buf, size_t count, matex_dtype_t dtype, int source,
+                                    int tag, double timeout_seconds, int* source_out);
+
+/* ---- sub-communicators ------------------------------------------------------------- */
+/* A communicator over n ranks of parent: rank i of the new communicator is
+ * parent rank ranks[i] (distinct, any order). Collective over the listed ranks
+ * only; the others do not call it. The node layout is the parent's
+ * (MATEX_VIRTUAL_NODES included), restricted to the members. It may run while
+ * another thread runs collectives on parent; two creations over one parent run
+ * one at a time on every rank, in the same order. Finalize it with
+ * matex_finalize, before or after its parent. */
+MATEX_API matex_status_t matex_comm_create_from_ranks(matex_comm_t parent, const int* ranks, int n,
+                                                      matex_comm_t* comm);
 
 /* ---- GPU buffers ------------------------------------------------------------- */
 /* In a build with CUDA (matex_built_with_cuda() == 1) every collective above

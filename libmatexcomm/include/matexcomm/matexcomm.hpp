@@ -4,6 +4,10 @@
 //   comm.allreduce(in.data(), out.data(), n, MATEX_FLOAT32, MATEX_SUM);
 //                                             // ~Communicator calls matex_finalize
 //
+//   matex::Communicator pair = comm.create_from_ranks({0, 1});   // on ranks 0 and 1 only
+//   matex::P2pRequest r = comm.irecv(buf, n, MATEX_FLOAT32, MATEX_ANY_SOURCE, /*tag=*/7);
+//   r.wait();                                 // or r.wait(timeout_seconds)
+//
 //   matex::Engine engine(comm);               // asynchronous engine (collective)
 //   matex::Request r = engine.allreduce("grad/w1", in.data(), out.data(), n, MATEX_FLOAT32, MATEX_SUM);
 //   r.wait();                                 // throws matex::Error if the tensor failed
@@ -20,6 +24,8 @@
 #include "matexcomm/matexcomm.h"
 
 namespace matex {
+
+class P2pRequest;
 
 class Error : public std::runtime_error {
  public:
@@ -92,6 +98,59 @@ class Communicator {
   }
   void barrier() { check(matex_barrier(comm_)); }
 
+  void allreduce_premul_sum(const void* send, void* recv, size_t count, matex_dtype_t dtype, double factor) {
+    check(matex_allreduce_premul_sum(comm_, send, recv, count, dtype, factor));
+  }
+  void reduce_scatter_premul_sum(const void* send, void* recv, size_t recvcount, matex_dtype_t dtype,
+                                 double factor) {
+    check(matex_reduce_scatter_premul_sum(comm_, send, recv, recvcount, dtype, factor));
+  }
+
+  void reduce(const void* send, void* recv, size_t count, matex_dtype_t dtype, matex_op_t op, int root) {
+    check(matex_reduce(comm_, send, recv, count, dtype, op, root));
+  }
+  void gather(const void* send, void* recv, size_t count, matex_dtype_t dtype, int root) {
+    check(matex_gather(comm_, send, recv, count, dtype, root));
+  }
+  void gatherv(const void* send, size_t sendcount, void* recv, const size_t* recvcounts, const size_t* displs,
+               matex_dtype_t dtype, int root) {
+    check(matex_gatherv(comm_, send, sendcount, recv, recvcounts, displs, dtype, root));
+  }
+  void scatter(const void* send, void* recv, size_t count, matex_dtype_t dtype, int root) {
+    check(matex_scatter(comm_, send, recv, count, dtype, root));
+  }
+  void scatterv(const void* send, const size_t* sendcounts, const size_t* displs, void* recv, size_t recvcount,
+                matex_dtype_t dtype, int root) {
+    check(matex_scatterv(comm_, send, sendcounts, displs, recv, recvcount, dtype, root));
+  }
+  void alltoall(const void* send, void* recv, size_t count, matex_dtype_t dtype) {
+    check(matex_alltoall(comm_, send, recv, count, dtype));
+  }
+  void alltoallv(const void* send, const size_t* sendcounts, const size_t* sdispls, void* recv,
+                 const size_t* recvcounts, const size_t* rdispls, matex_dtype_t dtype) {
+    check(matex_alltoallv(comm_, send, sendcounts, sdispls, recv, recvcounts, rdispls, dtype));
+  }
+
+  // Point to point (any thread; see matexcomm.h). Negative timeouts wait without limit.
+  inline P2pRequest isend(const void* buf, size_t count, matex_dtype_t dtype, int dest, int tag);
+  inline P2pRequest irecv(void* buf, size_t count, matex_dtype_t dtype, int source, int tag);
+  void send(const void* buf, size_t count, matex_dtype_t dtype, int dest, int tag, double timeout_seconds = -1) {
+    check(matex_send(comm_, buf, count, dtype, dest, tag, timeout_seconds));
+  }
+  // Returns the sender's rank.
+  int recv(void* buf, size_t count, matex_dtype_t dtype, int source, int tag, double timeout_seconds = -1) {
+    int from = -1;
+    check(matex_recv(comm_, buf, count, dtype, source, tag, timeout_seconds, &from));
+    return from;
+  }
+
+  // Collective over the listed ranks only; rank i of the result is ranks[i] here.
+  Communicator create_from_ranks(const std::vector<int>& ranks) const {
+    matex_comm_t created = nullptr;
+    check(matex_comm_create_from_ranks(comm_, ranks.data(), static_cast<int>(ranks.size()), &created));
+    return Communicator(created);
+  }
+
  private:
   int query(matex_status_t (*fn)(matex_comm_t, int*)) const {
     int value = -1;
@@ -100,6 +159,63 @@ class Communicator {
   }
   matex_comm_t comm_ = nullptr;
 };
+
+// One point-to-point send or receive; frees it (cancelling a pending receive) when it goes.
+class P2pRequest {
+ public:
+  P2pRequest() = default;
+  explicit P2pRequest(matex_p2p_t adopted) : request_(adopted) {}
+  ~P2pRequest() {
+    if (request_ != nullptr) matex_p2p_free(&request_);
+  }
+  P2pRequest(const P2pRequest&) = delete;
+  P2pRequest& operator=(const P2pRequest&) = delete;
+  P2pRequest(P2pRequest&& other) noexcept : request_(std::exchange(other.request_, nullptr)) {}
+  P2pRequest& operator=(P2pRequest&& other) noexcept {
+    if (this != &other) {
+      if (request_ != nullptr) matex_p2p_free(&request_);
+      request_ = std::exchange(other.request_, nullptr);
+    }
+    return *this;
+  }
+
+  matex_p2p_t handle() const noexcept { return request_; }
+  // Throws matex::Error (MATEX_ERR_TIMEOUT on expiry; the request stays pending).
+  void wait(double timeout_seconds = -1) { check(matex_p2p_wait(request_, timeout_seconds)); }
+  bool done() {
+    int finished = 0;
+    check(matex_p2p_test(request_, &finished));
+    return finished != 0;
+  }
+  // A completed receive's sender and element count.
+  int source() const {
+    int from = -1;
+    size_t count = 0;
+    check(matex_p2p_status(request_, &from, &count));
+    return from;
+  }
+  size_t count() const {
+    int from = -1;
+    size_t elements = 0;
+    check(matex_p2p_status(request_, &from, &elements));
+    return elements;
+  }
+
+ private:
+  matex_p2p_t request_ = nullptr;
+};
+
+inline P2pRequest Communicator::isend(const void* buf, size_t count, matex_dtype_t dtype, int dest, int tag) {
+  matex_p2p_t request = nullptr;
+  check(matex_isend(comm_, buf, count, dtype, dest, tag, &request));
+  return P2pRequest(request);
+}
+
+inline P2pRequest Communicator::irecv(void* buf, size_t count, matex_dtype_t dtype, int source, int tag) {
+  matex_p2p_t request = nullptr;
+  check(matex_irecv(comm_, buf, count, dtype, source, tag, &request));
+  return P2pRequest(request);
+}
 
 // One submitted tensor; frees its request when it goes.
 class Request {

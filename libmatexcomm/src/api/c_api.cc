@@ -75,6 +75,15 @@ void require_out(const void* pointer, const char* argument) {
   MATEX_REQUIRE(pointer != nullptr, MATEX_ERR_INVALID_ARG, std::string(argument) + " is NULL");
 }
 
+matex_comm_t register_communicator(std::unique_ptr<matexcomm::Communicator> impl) {
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mutex);
+  auto shell = new matex_comm_s{std::move(impl)};
+  reg.shells.insert(shell);
+  ++reg.live;
+  return shell;
+}
+
 }  // namespace matexcomm::capi
 
 using matexcomm::capi::live_comm;
@@ -85,13 +94,7 @@ namespace {
 void create(MPI_Comm parent, matex_comm_t* out) {
   require_out(out, "comm");
   *out = nullptr;
-  auto impl = std::make_unique<matexcomm::Communicator>(parent);
-  Registry& reg = registry();
-  std::lock_guard<std::mutex> lock(reg.mutex);
-  auto shell = new matex_comm_s{std::move(impl)};
-  reg.shells.insert(shell);
-  ++reg.live;
-  *out = shell;
+  *out = matexcomm::capi::register_communicator(std::make_unique<matexcomm::Communicator>(parent));
 }
 
 matex_status_t query(matex_comm_t comm, int* out, int matexcomm::topo::Layout::*field) {

@@ -3,6 +3,7 @@
 // lookup of a communicator handle.
 #pragma once
 
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -47,5 +48,8 @@ matex_status_t guarded(Body&& body) noexcept {
 // The communicator behind a handle, or MATEX_ERR_NOT_INITIALIZED.
 matexcomm::Communicator& live_comm(matex_comm_t comm);
 void require_out(const void* pointer, const char* argument);
+// Hands out a new handle for a communicator built inside the library (counts
+// as live for the finalize bookkeeping, like one from matex_init).
+matex_comm_t register_communicator(std::unique_ptr<matexcomm::Communicator> impl);
 
 }  // namespace matexcomm::capi

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "algorithms/algorithms.h"
+#include "comm/argument_checks.h"
+#include "comm/communicator_run.h"
 #include "comm/config_agreement.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -14,33 +16,11 @@
 
 namespace matexcomm {
 
-namespace {
+Communicator::Communicator(MPI_Comm parent) : Communicator(parent, nullptr) {}
 
-size_t checked_bytes(size_t count, matex_dtype_t dtype, const char* argument) {
-  size_t element = dtype_size(dtype);
-  if (element != 0 && count > SIZE_MAX / element) {
-    MATEX_RAISE(MATEX_ERR_INVALID_ARG, std::string(argument) + " = " + std::to_string(count) + " elements of " +
-                                           dtype_name(dtype) + " overflows the address space");
-  }
-  return count * element;
-}
+Communicator::Communicator(MPI_Comm members, const topo::Layout& layout) : Communicator(members, &layout) {}
 
-void require_buffer(const void* buffer, size_t count, const char* argument) {
-  if (buffer == nullptr && count > 0) {
-    MATEX_RAISE(MATEX_ERR_INVALID_ARG, std::string(argument) + " is NULL but count is " + std::to_string(count));
-  }
-}
-
-void require_int_count(size_t count, const char* argument) {
-  if (count > static_cast<size_t>(INT_MAX)) {
-    MATEX_RAISE(MATEX_ERR_UNSUPPORTED, std::string(argument) + " = " + std::to_string(count) +
-                                           " exceeds INT_MAX, which this collective does not support yet");
-  }
-}
-
-}  // namespace
-
-Communicator::Communicator(MPI_Comm parent) {
+Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited) {
   std::string config_error;
   try {
     config_ = Config::from_environment();
@@ -51,9 +31,18 @@ Communicator::Communicator(MPI_Comm parent) {
   agree_on_configuration(world_.get(), config_, config_error);
   set_log_level(config_.get_string("MATEX_LOG_LEVEL"));
   const int rank = world_.rank();
-  set_log_rank(rank);
-  std::string host_id = topo::make_host_id(config_.get_string("MATEX_HOSTID"));
-  layout_ = topo::discover_layout(world_.get(), config_.get_string("MATEX_VIRTUAL_NODES"), host_id);
+  if (inherited != nullptr) {
+    // A sub-communicator: log lines keep the parent's rank.
+    MATEX_REQUIRE(inherited->world_rank == rank && inherited->world_size == world_.size(), MATEX_ERR_INTERNAL,
+                  "the inherited layout describes rank " + std::to_string(inherited->world_rank) + " of " +
+                      std::to_string(inherited->world_size) + ", but this is rank " + std::to_string(rank) +
+                      " of " + std::to_string(world_.size()));
+    layout_ = *inherited;
+  } else {
+    set_log_rank(rank);
+    std::string host_id = topo::make_host_id(config_.get_string("MATEX_HOSTID"));
+    layout_ = topo::discover_layout(world_.get(), config_.get_string("MATEX_VIRTUAL_NODES"), host_id);
+  }
   groups_ = topo::split_groups(world_.get(), layout_);
   reductions_ = std::make_unique<MpiReductions>();
   thresholds_.rab_max = config_.get_bytes("MATEX_RAB_MAX_BYTES");
@@ -73,6 +62,8 @@ Communicator::Communicator(MPI_Comm parent) {
   context_.single_copy_block_bytes = ShmNodeChannel::step_bytes(config_.get_bytes("MATEX_CMA_BLOCK_BYTES"));
   setup_shared_memory();
   device_ = DevicePath::create(config_, context_);
+  p2p_ = UniqueComm::duplicate(world_.get());
+  creation_ = UniqueComm::duplicate(world_.get());
 }
 
 Communicator::~Communicator() = default;
@@ -201,40 +192,6 @@ void Communicator::set_algorithm(matex_collective_t coll, const char* name) {
                                         "algorithm, and none changed it");
   }
   choice_[index] = name;
-}
-
-template <class Body>
-void Communicator::run_collective(Body&& body) {
-  if (!failure_.empty()) {
-    MATEX_RAISE(MATEX_ERR_COMM_FAILED, "this communicator failed earlier (" + failure_ +
-                                           "); finalize it and create a new one");
-  }
-  ++sequence_;
-  try {
-    body();
-  } catch (const Error& error) {
-    if (error.status() == MATEX_ERR_MISMATCH && shm_) {
-      sequence_ = std::max(sequence_, shm_->highest_sequence_seen());  // resume in step
-    }
-    bool recoverable = error.status() == MATEX_ERR_MISMATCH || error.status() == MATEX_ERR_INVALID_ARG ||
-                       error.status() == MATEX_ERR_UNSUPPORTED;
-    if (!recoverable) {
-      failure_ = error.message();
-      if (shm_) shm_->abandon();
-    }
-    if (error.status() == MATEX_ERR_TIMEOUT && layout_.node_count > 1) {
-      // Ranks on other nodes may be blocked inside MPI waiting for this node;
-      // nothing can wake them but ending the job, so end it with the reason.
-      MATEX_LOG(LogLevel::kError, error.message() + "; aborting the job, since ranks on other nodes would wait "
-                                                    "forever");
-      MPI_Abort(world_.get(), 1);
-    }
-    throw;
-  } catch (const std::exception& error) {
-    failure_ = error.what();
-    if (shm_) shm_->abandon();
-    throw;
-  }
 }
 
 const char* Communicator::last_algorithm(matex_collective_t coll) const {

@@ -5,11 +5,14 @@
 #include <mpi.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "algorithms/algorithms.h"
 #include "comm/device_path.h"
+#include "comm/p2p_request.h"
+#include "core/backoff.h"
 #include "core/config.h"
 #include "core/mpi_handles.h"
 #include "matex/topology/layout.h"
@@ -32,6 +35,9 @@ class Communicator {
  public:
   // Collective over `parent`. Reads the MATEX_* environment once.
   explicit Communicator(MPI_Comm parent);
+  // Collective over `members`: a communicator whose node layout is given (a
+  // parent's, restricted to the members) instead of discovered.
+  Communicator(MPI_Comm members, const topo::Layout& layout);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -64,6 +70,35 @@ class Communicator {
   void reduce_scatter(const void* send, void* recv, size_t recvcount, matex_dtype_t dtype, matex_op_t op);
   void barrier();
 
+  // ---- premultiplied sums (communicator_premul.cc); floating dtypes, host buffers ----
+  void allreduce_premul_sum(const void* send, void* recv, size_t count, matex_dtype_t dtype, double factor);
+  void reduce_scatter_premul_sum(const void* send, void* recv, size_t recvcount, matex_dtype_t dtype,
+                                 double factor);
+
+  // ---- rooted collectives and all-to-all (communicator_rooted.cc); host buffers ----
+  void reduce(const void* send, void* recv, size_t count, matex_dtype_t dtype, matex_op_t op, int root);
+  void gather(const void* send, void* recv, size_t count, matex_dtype_t dtype, int root);
+  void gatherv(const void* send, size_t sendcount, void* recv, const size_t* recvcounts, const size_t* displs,
+               matex_dtype_t dtype, int root);
+  void scatter(const void* send, void* recv, size_t count, matex_dtype_t dtype, int root);
+  void scatterv(const void* send, const size_t* sendcounts, const size_t* displs, void* recv, size_t recvcount,
+                matex_dtype_t dtype, int root);
+  void alltoall(const void* send, void* recv, size_t count, matex_dtype_t dtype);
+  void alltoallv(const void* send, const size_t* sendcounts, const size_t* sdispls, void* recv,
+                 const size_t* recvcounts, const size_t* rdispls, matex_dtype_t dtype);
+
+  // ---- point to point (communicator_p2p.cc) ----
+  // Safe on any thread, also while another thread runs a collective: they
+  // touch only the private p2p communicator and the (immutable) layout.
+  std::unique_ptr<P2pRequest> isend(const void* buf, size_t count, matex_dtype_t dtype, int dest, int tag) const;
+  std::unique_ptr<P2pRequest> irecv(void* buf, size_t count, matex_dtype_t dtype, int source, int tag) const;
+
+  // ---- sub-communicators (communicator_split.cc) ----
+  // Collective over the listed ranks only; may run while another thread runs
+  // collectives on this communicator. Creations over one communicator are
+  // serialized inside the process.
+  std::unique_ptr<Communicator> create_from_ranks(const std::vector<int>& ranks) const;
+
   // ---- GPU buffers (builds with CUDA; see device_path.h) ----
   // True for a pointer into GPU memory (always false without CUDA).
   bool is_device_memory(const void* pointer) const { return device_ && device_->is_device(pointer); }
@@ -78,6 +113,8 @@ class Communicator {
   void allreduce_device_tensors(const std::vector<ScaledPiece>& pieces, matex_dtype_t dtype, matex_op_t op);
 
  private:
+  // The constructors' shared body; `inherited` null: discover the layout.
+  Communicator(MPI_Comm parent, const topo::Layout* inherited);
   void setup_shared_memory();
   bool node_has_dedicated_cores() const;
   // The shm pipeline step: MATEX_SHM_CHUNK_BYTES, or the _OVERSUBSCRIBED one
@@ -107,6 +144,15 @@ class Communicator {
   uint64_t sequence_ = 0;
   std::string failure_;  // non-empty once the communicator has failed
   std::unique_ptr<DevicePath> device_;  // null without CUDA
+  // Point to point and sub-communicator creation each have a private
+  // duplicate, so that other threads' use never meets the collectives' traffic.
+  UniqueComm p2p_;
+  UniqueComm creation_;
+  mutable std::mutex creation_mutex_;  // one MPI_Comm_create_group at a time on creation_
+  // p2p waits yield early: a peer of a point-to-point message may be any rank
+  // of the host, and the tests run more ranks than cores.
+  BackoffPace pace_ = BackoffPace::for_shared_cores();
+  std::vector<char> premul_scratch_;  // reduce_scatter_premul_sum's scaled copy of the input
 };
 
 }  // namespace matexcomm

@@ -15,12 +15,14 @@ bool dtype_is_floating(matex_dtype_t dtype) {
          dtype == MATEX_FLOAT64;
 }
 
+bool op_is_bitwise(matex_op_t op) { return op == MATEX_BAND || op == MATEX_BOR || op == MATEX_BXOR; }
+
 size_t dtype_size(matex_dtype_t dtype) {
   switch (dtype) {
-    case MATEX_INT8: case MATEX_UINT8: return 1;
-    case MATEX_FLOAT16: case MATEX_BFLOAT16: return 2;
-    case MATEX_INT32: case MATEX_FLOAT32: return 4;
-    case MATEX_INT64: case MATEX_FLOAT64: return 8;
+    case MATEX_INT8: case MATEX_UINT8: case MATEX_BOOL: return 1;
+    case MATEX_INT16: case MATEX_UINT16: case MATEX_FLOAT16: case MATEX_BFLOAT16: return 2;
+    case MATEX_INT32: case MATEX_UINT32: case MATEX_FLOAT32: return 4;
+    case MATEX_INT64: case MATEX_UINT64: case MATEX_FLOAT64: return 8;
     default: return 0;
   }
 }
@@ -29,8 +31,13 @@ const char* dtype_name(matex_dtype_t dtype) {
   switch (dtype) {
     case MATEX_INT8: return "int8";
     case MATEX_UINT8: return "uint8";
+    case MATEX_INT16: return "int16";
+    case MATEX_UINT16: return "uint16";
     case MATEX_INT32: return "int32";
+    case MATEX_UINT32: return "uint32";
     case MATEX_INT64: return "int64";
+    case MATEX_UINT64: return "uint64";
+    case MATEX_BOOL: return "bool";
     case MATEX_FLOAT16: return "float16";
     case MATEX_BFLOAT16: return "bfloat16";
     case MATEX_FLOAT32: return "float32";
@@ -46,8 +53,22 @@ const char* op_name(matex_op_t op) {
     case MATEX_MIN: return "min";
     case MATEX_MAX: return "max";
     case MATEX_AVG: return "avg";
+    case MATEX_BAND: return "band";
+    case MATEX_BOR: return "bor";
+    case MATEX_BXOR: return "bxor";
     default: return "unknown";
   }
+}
+
+std::string reduction_problem(matex_dtype_t dtype, matex_op_t op) {
+  if (op == MATEX_AVG && !dtype_is_floating(dtype)) {
+    return std::string("op = avg needs a floating dtype, but dtype = ") + dtype_name(dtype) +
+           " (use sum and divide yourself)";
+  }
+  if (op_is_bitwise(op) && dtype_is_floating(dtype)) {
+    return std::string("op = ") + op_name(op) + " needs an integer or bool dtype, but dtype = " + dtype_name(dtype);
+  }
+  return "";
 }
 
 void require_dtype(matex_dtype_t dtype, const char* argument) {
@@ -65,10 +86,8 @@ void require_reduction(matex_dtype_t dtype, matex_op_t op) {
                                            " is not a matex_op_t (valid: 0.." + std::to_string(MATEX_OP_COUNT - 1) +
                                            ")");
   }
-  if (op == MATEX_AVG && !dtype_is_floating(dtype)) {
-    MATEX_RAISE(MATEX_ERR_INVALID_ARG, std::string("op = avg needs a floating dtype, but dtype = ") +
-                                           dtype_name(dtype) + " (use sum and divide yourself)");
-  }
+  const std::string problem = reduction_problem(dtype, op);
+  if (!problem.empty()) MATEX_RAISE(MATEX_ERR_INVALID_ARG, problem);
 }
 
 }  // namespace matexcomm

@@ -2,8 +2,10 @@
 //
 // All kernels treat MATEX_AVG as MATEX_SUM (the average's division happens once,
 // at the end, in divide_elements). float16 and bfloat16 are widened to float32
-// for the arithmetic. Loops are written for the auto-vectoriser (-O3): plain
-// restrict-qualified arrays, blocks that stay in L1.
+// for the arithmetic. Integers wrap around on overflow; bool (a byte 0/1)
+// reduces sum/max as a logical or and prod/min as a logical and; band, bor and
+// bxor work on every integer dtype and bool. Loops are written for the
+// auto-vectoriser (-O3): plain restrict-qualified arrays, blocks that stay in L1.
 #pragma once
 
 #include <cstddef>

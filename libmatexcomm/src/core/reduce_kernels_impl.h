@@ -4,7 +4,8 @@
 // best one the CPU supports at run time.
 //
 // Cost: one read of every source and one write of the output per element, in
-// L1-sized blocks; the 16-bit types add a widen and a narrow per element.
+// L1-sized blocks; float16/bfloat16 add a widen and a narrow per element.
+// Integers wrap around (two's complement, like MPI); bool runs on its bytes.
 #pragma once
 
 #include <algorithm>
@@ -34,16 +35,29 @@ struct Sum { template <class T> static T apply(T a, T b) { return static_cast<T>
 struct Prod { template <class T> static T apply(T a, T b) { return static_cast<T>(a * b); } };
 struct Min { template <class T> static T apply(T a, T b) { return b < a ? b : a; } };
 struct Max { template <class T> static T apply(T a, T b) { return a < b ? b : a; } };
+struct BitAnd { template <class T> static T apply(T a, T b) { return static_cast<T>(a & b); } };
+struct BitOr { template <class T> static T apply(T a, T b) { return static_cast<T>(a | b); } };
+struct BitXor { template <class T> static T apply(T a, T b) { return static_cast<T>(a ^ b); } };
 
-// Wrap-around arithmetic for integers (as MPI does) without signed-overflow UB.
+template <class Op>
+constexpr bool kBitwise = std::is_same_v<Op, BitAnd> || std::is_same_v<Op, BitOr> || std::is_same_v<Op, BitXor>;
+
+// Wrap-around arithmetic for integers (as MPI does) without signed-overflow UB:
+// the 8- and 16-bit types compute in 32 bits (uint16 in uint32, where a product
+// cannot overflow), the wider signed ones sum and multiply as unsigned.
 template <class T> struct Wide { using type = T; };
 template <> struct Wide<int8_t> { using type = int32_t; };
 template <> struct Wide<uint8_t> { using type = uint32_t; };
+template <> struct Wide<int16_t> { using type = int32_t; };
+template <> struct Wide<uint16_t> { using type = uint32_t; };
+
+template <class T>
+constexpr bool kWrapsAsUnsigned = std::is_integral_v<T> && std::is_signed_v<T> && sizeof(T) >= 4;
 
 template <class Op, class T>
 void pair_native(T* __restrict inout, const T* __restrict in, size_t count) {
   using W = typename Wide<T>::type;
-  if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+  if constexpr (kWrapsAsUnsigned<T>) {
     using U = std::make_unsigned_t<T>;
     if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Prod>) {
       for (size_t i = 0; i < count; ++i) {
@@ -59,7 +73,7 @@ void pair_native(T* __restrict inout, const T* __restrict in, size_t count) {
 template <class Op, class T>
 void pair_to(T* out, const T* a, const T* __restrict b, size_t count) {
   using W = typename Wide<T>::type;
-  if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+  if constexpr (kWrapsAsUnsigned<T>) {
     using U = std::make_unsigned_t<T>;
     if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Prod>) {
       for (size_t i = 0; i < count; ++i) out[i] = static_cast<T>(Op::apply(static_cast<U>(a[i]), static_cast<U>(b[i])));
@@ -131,21 +145,52 @@ void sources_half(uint16_t* out, const void* const* srcs, int nsrc, size_t count
   }
 }
 
+// Floating dtypes have no bitwise ops (require_reduction rejects them first).
+template <class Op>
+void dispatch_floating(matex_dtype_t dtype, void* out, const void* const* srcs, int nsrc, size_t count) {
+  if constexpr (kBitwise<Op>) {
+    MATEX_RAISE(MATEX_ERR_INTERNAL, "bitwise reduction kernel called with a floating dtype");
+  } else {
+    switch (dtype) {
+      case MATEX_FLOAT32: return sources_native<Op>(static_cast<float*>(out), srcs, nsrc, count);
+      case MATEX_FLOAT64: return sources_native<Op>(static_cast<double*>(out), srcs, nsrc, count);
+      case MATEX_FLOAT16:
+        return sources_half<Binary16, Op>(static_cast<uint16_t*>(out), srcs, nsrc, count);
+      case MATEX_BFLOAT16:
+        return sources_half<BFloat16, Op>(static_cast<uint16_t*>(out), srcs, nsrc, count);
+      default:
+        MATEX_RAISE(MATEX_ERR_INTERNAL, "reduction kernel called with an unknown dtype");
+    }
+  }
+}
+
 template <class Op>
 void dispatch_sources(matex_dtype_t dtype, void* out, const void* const* srcs, int nsrc, size_t count) {
   switch (dtype) {
     case MATEX_INT8: return sources_native<Op>(static_cast<int8_t*>(out), srcs, nsrc, count);
     case MATEX_UINT8: return sources_native<Op>(static_cast<uint8_t*>(out), srcs, nsrc, count);
+    case MATEX_INT16: return sources_native<Op>(static_cast<int16_t*>(out), srcs, nsrc, count);
+    case MATEX_UINT16: return sources_native<Op>(static_cast<uint16_t*>(out), srcs, nsrc, count);
     case MATEX_INT32: return sources_native<Op>(static_cast<int32_t*>(out), srcs, nsrc, count);
+    case MATEX_UINT32: return sources_native<Op>(static_cast<uint32_t*>(out), srcs, nsrc, count);
     case MATEX_INT64: return sources_native<Op>(static_cast<int64_t*>(out), srcs, nsrc, count);
-    case MATEX_FLOAT32: return sources_native<Op>(static_cast<float*>(out), srcs, nsrc, count);
-    case MATEX_FLOAT64: return sources_native<Op>(static_cast<double*>(out), srcs, nsrc, count);
-    case MATEX_FLOAT16:
-      return sources_half<Binary16, Op>(static_cast<uint16_t*>(out), srcs, nsrc, count);
-    case MATEX_BFLOAT16:
-      return sources_half<BFloat16, Op>(static_cast<uint16_t*>(out), srcs, nsrc, count);
-    default:
-      MATEX_RAISE(MATEX_ERR_INTERNAL, "reduction kernel called with an unknown dtype");
+    case MATEX_UINT64: return sources_native<Op>(static_cast<uint64_t*>(out), srcs, nsrc, count);
+    default: return dispatch_floating<Op>(dtype, out, srcs, nsrc, count);
+  }
+}
+
+// bool is a byte holding 0 or 1: sum and max are a logical or, prod and min a
+// logical and. They run as max and min on the bytes, which is exactly what the
+// MPI path (MPI_UINT8_T with MPI_MAX / MPI_MIN) computes, for any byte.
+void reduce_bools(matex_op_t op, void* out, const void* const* srcs, int nsrc, size_t count) {
+  uint8_t* bytes = static_cast<uint8_t*>(out);
+  switch (op) {
+    case MATEX_SUM: case MATEX_MAX: case MATEX_AVG: return sources_native<Max>(bytes, srcs, nsrc, count);
+    case MATEX_PROD: case MATEX_MIN: return sources_native<Min>(bytes, srcs, nsrc, count);
+    case MATEX_BAND: return sources_native<BitAnd>(bytes, srcs, nsrc, count);
+    case MATEX_BOR: return sources_native<BitOr>(bytes, srcs, nsrc, count);
+    case MATEX_BXOR: return sources_native<BitXor>(bytes, srcs, nsrc, count);
+    default: MATEX_RAISE(MATEX_ERR_INTERNAL, "reduction kernel called with an unknown op");
   }
 }
 
@@ -172,11 +217,15 @@ void divide_half(uint16_t* data, size_t count, int divisor) {
 void reduce_sources(matex_dtype_t dtype, matex_op_t op, void* out, const void* const* srcs, int nsrc,
                     size_t count) {
   if (count == 0) return;
+  if (dtype == MATEX_BOOL) return reduce_bools(op, out, srcs, nsrc, count);
   switch (op) {
     case MATEX_SUM: case MATEX_AVG: return dispatch_sources<Sum>(dtype, out, srcs, nsrc, count);
     case MATEX_PROD: return dispatch_sources<Prod>(dtype, out, srcs, nsrc, count);
     case MATEX_MIN: return dispatch_sources<Min>(dtype, out, srcs, nsrc, count);
     case MATEX_MAX: return dispatch_sources<Max>(dtype, out, srcs, nsrc, count);
+    case MATEX_BAND: return dispatch_sources<BitAnd>(dtype, out, srcs, nsrc, count);
+    case MATEX_BOR: return dispatch_sources<BitOr>(dtype, out, srcs, nsrc, count);
+    case MATEX_BXOR: return dispatch_sources<BitXor>(dtype, out, srcs, nsrc, count);
     default: MATEX_RAISE(MATEX_ERR_INTERNAL, "reduction kernel called with an unknown op");
   }
 }

@@ -10,7 +10,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/logging.h"
-#include "engine/scaling.h"
+#include "core/scaling.h"
 
 namespace matexcomm {
 
@@ -90,8 +90,8 @@ void Engine::check(const TensorOp& op) const {
     case TensorKind::kAllreduce: {
       const matex_op_t reduction = static_cast<matex_op_t>(op.spec.op);
       MATEX_REQUIRE(op_valid(reduction), MATEX_ERR_INVALID_ARG, what + "op " + std::to_string(op.spec.op) + " is not a matex_op_t");
-      MATEX_REQUIRE(reduction != MATEX_AVG || dtype_is_floating(dtype), MATEX_ERR_INVALID_ARG,
-                    what + "avg needs a floating dtype, not " + dtype_name(dtype));
+      const std::string problem = reduction_problem(dtype, reduction);
+      MATEX_REQUIRE(problem.empty(), MATEX_ERR_INVALID_ARG, what + problem);
       MATEX_REQUIRE(!has_data || (op.send != nullptr && op.recv != nullptr), MATEX_ERR_INVALID_ARG,
                     what + (op.send == nullptr ? "sendbuf" : "recvbuf") + " is NULL");
       MATEX_REQUIRE(dtype_is_floating(dtype) || (is_unit(op.prescale) && is_unit(op.postscale)),

@@ -1,9 +1,11 @@
 // reduce_kernel.cu - launch_reduce: dst[i] = dst[i] op src[i] on the GPU, for
 // every dtype and op, with the same results as the CPU kernels
-// (core/reduce_kernels_impl.h): integer sums and products wrap, int8/uint8
-// compute in 32 bits, MIN/MAX keep dst when the comparison with a NaN fails
-// (a NaN in dst stays, a NaN in src is ignored), float16/bfloat16 compute in
-// float32 and round once to nearest even (NaN as core/half_float.h writes it).
+// (core/reduce_kernels_impl.h): integer sums and products wrap, 8- and 16-bit
+// integers compute in 32 bits, bool reduces its bytes with max (sum, max) and
+// min (prod, min), band/bor/bxor are bitwise (integers and bool only),
+// MIN/MAX keep dst when the comparison with a NaN fails (a NaN in dst stays, a
+// NaN in src is ignored), float16/bfloat16 compute in float32 and round once
+// to nearest even (NaN as core/half_float.h writes it).
 //
 // Cost: one read of both inputs and one write of dst per element, in a single
 // grid-stride launch. When dst and src sit at the same offset modulo 16 bytes,
@@ -18,6 +20,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
@@ -40,12 +43,21 @@ struct Sum { template <class T> __device__ static T apply(T a, T b) { return sta
 struct Prod { template <class T> __device__ static T apply(T a, T b) { return static_cast<T>(a * b); } };
 struct Min { template <class T> __device__ static T apply(T a, T b) { return b < a ? b : a; } };
 struct Max { template <class T> __device__ static T apply(T a, T b) { return a < b ? b : a; } };
+struct BitAnd { template <class T> __device__ static T apply(T a, T b) { return static_cast<T>(a & b); } };
+struct BitOr { template <class T> __device__ static T apply(T a, T b) { return static_cast<T>(a | b); } };
+struct BitXor { template <class T> __device__ static T apply(T a, T b) { return static_cast<T>(a ^ b); } };
 
-// The type the arithmetic runs in, as on the CPU: 8-bit types widen to 32
-// bits, signed sums and products wrap through the unsigned type (no UB).
+template <class Op>
+constexpr bool kBitwise = std::is_same_v<Op, BitAnd> || std::is_same_v<Op, BitOr> || std::is_same_v<Op, BitXor>;
+
+// The type the arithmetic runs in, as on the CPU: 8- and 16-bit types widen to
+// 32 bits (uint16 to uint32, where a product cannot overflow), signed sums and
+// products wrap through the unsigned type (no UB).
 template <class Op, class T> struct Arith { using type = T; };
 template <class Op> struct Arith<Op, int8_t> { using type = int32_t; };
 template <class Op> struct Arith<Op, uint8_t> { using type = uint32_t; };
+template <class Op> struct Arith<Op, int16_t> { using type = int32_t; };
+template <class Op> struct Arith<Op, uint16_t> { using type = uint32_t; };
 template <> struct Arith<Sum, int32_t> { using type = uint32_t; };
 template <> struct Arith<Prod, int32_t> { using type = uint32_t; };
 template <> struct Arith<Sum, int64_t> { using type = uint64_t; };
@@ -147,18 +159,48 @@ void launch_typed(void* dst_bytes, const void* src_bytes, size_t count, cudaStre
   check_cuda(cudaGetLastError(), "reduce_kernel launch");
 }
 
+// Floating dtypes have no bitwise ops.
+template <class Op>
+void launch_for_floating(matex_dtype_t dtype, void* dst, const void* src, size_t count, cudaStream_t stream) {
+  if constexpr (kBitwise<Op>) {
+    MATEX_RAISE(MATEX_ERR_INVALID_ARG, "launch_reduce: bitwise ops need an integer or bool dtype");
+  } else {
+    switch (dtype) {
+      case MATEX_FLOAT16: return launch_typed<HalfCombine<Op, Binary16>>(dst, src, count, stream);
+      case MATEX_BFLOAT16: return launch_typed<HalfCombine<Op, BFloat16>>(dst, src, count, stream);
+      case MATEX_FLOAT32: return launch_typed<NativeCombine<Op, float>>(dst, src, count, stream);
+      case MATEX_FLOAT64: return launch_typed<NativeCombine<Op, double>>(dst, src, count, stream);
+      default: MATEX_RAISE(MATEX_ERR_INVALID_ARG, "launch_reduce: unknown dtype");
+    }
+  }
+}
+
 template <class Op>
 void launch_for_dtype(matex_dtype_t dtype, void* dst, const void* src, size_t count, cudaStream_t stream) {
   switch (dtype) {
     case MATEX_INT8: return launch_typed<NativeCombine<Op, int8_t>>(dst, src, count, stream);
     case MATEX_UINT8: return launch_typed<NativeCombine<Op, uint8_t>>(dst, src, count, stream);
+    case MATEX_INT16: return launch_typed<NativeCombine<Op, int16_t>>(dst, src, count, stream);
+    case MATEX_UINT16: return launch_typed<NativeCombine<Op, uint16_t>>(dst, src, count, stream);
     case MATEX_INT32: return launch_typed<NativeCombine<Op, int32_t>>(dst, src, count, stream);
+    case MATEX_UINT32: return launch_typed<NativeCombine<Op, uint32_t>>(dst, src, count, stream);
     case MATEX_INT64: return launch_typed<NativeCombine<Op, int64_t>>(dst, src, count, stream);
-    case MATEX_FLOAT16: return launch_typed<HalfCombine<Op, Binary16>>(dst, src, count, stream);
-    case MATEX_BFLOAT16: return launch_typed<HalfCombine<Op, BFloat16>>(dst, src, count, stream);
-    case MATEX_FLOAT32: return launch_typed<NativeCombine<Op, float>>(dst, src, count, stream);
-    case MATEX_FLOAT64: return launch_typed<NativeCombine<Op, double>>(dst, src, count, stream);
-    default: MATEX_RAISE(MATEX_ERR_INVALID_ARG, "launch_reduce: unknown dtype");
+    case MATEX_UINT64: return launch_typed<NativeCombine<Op, uint64_t>>(dst, src, count, stream);
+    default: return launch_for_floating<Op>(dtype, dst, src, count, stream);
+  }
+}
+
+// bool bytes: sum/max as max (a logical or), prod/min as min (a logical and),
+// as the CPU kernels and the MPI path do.
+void launch_for_bool(matex_op_t op, void* dst, const void* src, size_t count, cudaStream_t stream) {
+  switch (op) {
+    case MATEX_SUM: case MATEX_AVG: case MATEX_MAX:
+      return launch_typed<NativeCombine<Max, uint8_t>>(dst, src, count, stream);
+    case MATEX_PROD: case MATEX_MIN: return launch_typed<NativeCombine<Min, uint8_t>>(dst, src, count, stream);
+    case MATEX_BAND: return launch_typed<NativeCombine<BitAnd, uint8_t>>(dst, src, count, stream);
+    case MATEX_BOR: return launch_typed<NativeCombine<BitOr, uint8_t>>(dst, src, count, stream);
+    case MATEX_BXOR: return launch_typed<NativeCombine<BitXor, uint8_t>>(dst, src, count, stream);
+    default: MATEX_RAISE(MATEX_ERR_INVALID_ARG, "launch_reduce: unknown op");
   }
 }
 
@@ -167,11 +209,15 @@ void launch_for_dtype(matex_dtype_t dtype, void* dst, const void* src, size_t co
 void launch_reduce(matex_dtype_t dtype, matex_op_t op, void* dst, const void* src, size_t count,
                    cudaStream_t stream) {
   if (count == 0) return;
+  if (dtype == MATEX_BOOL) return launch_for_bool(op, dst, src, count, stream);
   switch (op) {
     case MATEX_SUM: case MATEX_AVG: return launch_for_dtype<Sum>(dtype, dst, src, count, stream);
     case MATEX_PROD: return launch_for_dtype<Prod>(dtype, dst, src, count, stream);
     case MATEX_MIN: return launch_for_dtype<Min>(dtype, dst, src, count, stream);
     case MATEX_MAX: return launch_for_dtype<Max>(dtype, dst, src, count, stream);
+    case MATEX_BAND: return launch_for_dtype<BitAnd>(dtype, dst, src, count, stream);
+    case MATEX_BOR: return launch_for_dtype<BitOr>(dtype, dst, src, count, stream);
+    case MATEX_BXOR: return launch_for_dtype<BitXor>(dtype, dst, src, count, stream);
     default: MATEX_RAISE(MATEX_ERR_INVALID_ARG, "launch_reduce: unknown op");
   }
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <string>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -25,7 +26,13 @@ template <matex_dtype_t Dtype>
 constexpr UserFunction kHalfFunctions[4] = {half_user_op<Dtype, MATEX_SUM>, half_user_op<Dtype, MATEX_PROD>,
                                             half_user_op<Dtype, MATEX_MIN>, half_user_op<Dtype, MATEX_MAX>};
 
-int op_index(matex_op_t op) { return op == MATEX_AVG ? 0 : static_cast<int>(op); }
+int op_index(matex_op_t op) {
+  if (op == MATEX_AVG) return 0;
+  if (static_cast<int>(op) < 0 || static_cast<int>(op) >= 4) {
+    MATEX_RAISE(MATEX_ERR_INTERNAL, std::string("no float16/bfloat16 MPI op for op = ") + op_name(op));
+  }
+  return static_cast<int>(op);
+}
 
 }  // namespace
 
@@ -52,9 +59,13 @@ MpiReductions::~MpiReductions() {
 MPI_Datatype MpiReductions::datatype(matex_dtype_t dtype) {
   switch (dtype) {
     case MATEX_INT8: return MPI_INT8_T;
-    case MATEX_UINT8: return MPI_UINT8_T;
+    case MATEX_UINT8: case MATEX_BOOL: return MPI_UINT8_T;
+    case MATEX_INT16: return MPI_INT16_T;
+    case MATEX_UINT16: return MPI_UINT16_T;
     case MATEX_INT32: return MPI_INT32_T;
+    case MATEX_UINT32: return MPI_UINT32_T;
     case MATEX_INT64: return MPI_INT64_T;
+    case MATEX_UINT64: return MPI_UINT64_T;
     case MATEX_FLOAT16: case MATEX_BFLOAT16: return MPI_UINT16_T;
     case MATEX_FLOAT32: return MPI_FLOAT;
     case MATEX_FLOAT64: return MPI_DOUBLE;
@@ -65,11 +76,21 @@ MPI_Datatype MpiReductions::datatype(matex_dtype_t dtype) {
 MPI_Op MpiReductions::op(matex_dtype_t dtype, matex_op_t op) const {
   if (dtype == MATEX_FLOAT16) return half_ops_[0][op_index(op)];
   if (dtype == MATEX_BFLOAT16) return half_ops_[1][op_index(op)];
+  if (dtype == MATEX_BOOL) {  // bytes 0/1: or is a max, and is a min
+    switch (op) {
+      case MATEX_SUM: case MATEX_MAX: case MATEX_AVG: return MPI_MAX;
+      case MATEX_PROD: case MATEX_MIN: return MPI_MIN;
+      default: break;  // the bitwise ops as for any integer
+    }
+  }
   switch (op) {
     case MATEX_SUM: case MATEX_AVG: return MPI_SUM;
     case MATEX_PROD: return MPI_PROD;
     case MATEX_MIN: return MPI_MIN;
     case MATEX_MAX: return MPI_MAX;
+    case MATEX_BAND: return MPI_BAND;
+    case MATEX_BOR: return MPI_BOR;
+    case MATEX_BXOR: return MPI_BXOR;
     default: MATEX_RAISE(MATEX_ERR_INTERNAL, "no MPI op for an unknown op");
   }
 }

@@ -3,7 +3,9 @@
 //
 // Native types use MPI's built-in datatypes and ops. float16 and bfloat16 have
 // no MPI type in MPI 3.1, so they travel as MPI_UINT16_T with user-defined
-// commutative ops that call our float32-accumulating kernels. MATEX_AVG is sent
+// commutative ops that call our float32-accumulating kernels (they have no
+// bitwise ops). bool travels as MPI_UINT8_T: sum and max as MPI_MAX (a logical
+// or on bytes 0/1), prod and min as MPI_MIN (a logical and). MATEX_AVG is sent
 // as a sum; callers divide once at the end.
 #pragma once
 

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "core/reduce_kernels.h"
-#include "engine/scaling.h"
+#include "core/scaling.h"
 #include "gpu/device_kernels.h"
 
 namespace matexcomm::gpu {

@@ -32,7 +32,9 @@ matex_dtype_t to_matex_dtype(ncclDataType_t type) {
     case ncclInt8: return MATEX_INT8;
     case ncclUint8: return MATEX_UINT8;
     case ncclInt32: return MATEX_INT32;
+    case ncclUint32: return MATEX_UINT32;
     case ncclInt64: return MATEX_INT64;
+    case ncclUint64: return MATEX_UINT64;
     case ncclFloat16: return MATEX_FLOAT16;
     case ncclBfloat16: return MATEX_BFLOAT16;
     case ncclFloat32: return MATEX_FLOAT32;

@@ -47,6 +47,20 @@ struct Layout {
 Layout discover_layout(MPI_Comm comm, const std::string& virtual_nodes_spec,
                        const std::string& host_id);
 
+// Local (no communication): the layout of rank `rank` when rank r lives on
+// node `node_ids[r]`. The ids may be any integers (e.g. the parent's node
+// indices of a sub-communicator's members); equal ids mean one node, and nodes
+// are renumbered in order of first appearance, so again by lowest rank.
+// `host_of_rank[r]` is the host id of rank r's node (same size as node_ids).
+// Throws MATEX_ERR_INVALID_ARG when the sizes disagree or rank is out of range.
+Layout layout_from_assignment(int rank, const std::vector<int>& node_ids,
+                              const std::vector<std::string>& host_of_rank, bool virtual_nodes);
+
+// The layout of a sub-communicator whose rank i is `parent` rank members[i]:
+// the parent's nodes restricted to the members (MATEX_VIRTUAL_NODES included),
+// seen from member `rank`. Local.
+Layout restrict_layout(const Layout& parent, const std::vector<int>& members, int rank);
+
 // Sub-communicators of a layout; all carry MPI_ERRORS_RETURN.
 struct Groups {
   UniqueComm node;     // the ranks of my node, ordered by local rank

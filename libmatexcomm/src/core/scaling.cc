@@ -1,4 +1,4 @@
-#include "engine/scaling.h"
+#include "core/scaling.h"
 
 #include <cstdint>
 

@@ -1,5 +1,6 @@
-// scaling.h - multiply a buffer by a factor in place (the engine's pre- and
-// post-scale), for the floating dtypes; float16 and bfloat16 go through float.
+// scaling.h - multiply a buffer by a factor in place, for the floating dtypes
+// (the engine's pre- and post-scale, the communicator's premultiplied sums);
+// float16 and bfloat16 widen to float, multiply, and round once.
 // Cost: one read and one write per element; nothing at all for factor 1.
 // Preconditions: dtype is floating unless factor is 1.
 #pragma once

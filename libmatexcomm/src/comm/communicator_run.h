@@ -1,0 +1,48 @@
+// communicator_run.h - Communicator::run_collective, shared by the files that
+// implement the communicator's collectives (communicator*.cc). Internal.
+#pragma once
+
+#include <algorithm>
+#include <exception>
+
+#include "comm/communicator.h"
+#include "core/error.h"
+#include "core/logging.h"
+
+namespace matexcomm {
+
+template <class Body>
+void Communicator::run_collective(Body&& body) {
+  if (!failure_.empty()) {
+    MATEX_RAISE(MATEX_ERR_COMM_FAILED, "this communicator failed earlier (" + failure_ +
+                                           "); finalize it and create a new one");
+  }
+  ++sequence_;
+  try {
+    body();
+  } catch (const Error& error) {
+    if (error.status() == MATEX_ERR_MISMATCH && shm_) {
+      sequence_ = std::max(sequence_, shm_->highest_sequence_seen());  // resume in step
+    }
+    bool recoverable = error.status() == MATEX_ERR_MISMATCH || error.status() == MATEX_ERR_INVALID_ARG ||
+                       error.status() == MATEX_ERR_UNSUPPORTED;
+    if (!recoverable) {
+      failure_ = error.message();
+      if (shm_) shm_->abandon();
+    }
+    if (error.status() == MATEX_ERR_TIMEOUT && layout_.node_count > 1) {
+      // Ranks on other nodes may be blocked inside MPI waiting for this node;
+      // nothing can wake them but ending the job, so end it with the reason.
+      MATEX_LOG(LogLevel::kError, error.message() + "; aborting the job, since ranks on other nodes would wait "
+                                                    "forever");
+      MPI_Abort(world_.get(), 1);
+    }
+    throw;
+  } catch (const std::exception& error) {
+    failure_ = error.what();
+    if (shm_) shm_->abandon();
+    throw;
+  }
+}
+
+}  // namespace matexcomm

@@ -1,0 +1,219 @@
+// test_subcomm.cc - matex_comm_create_from_ranks: members-only creation in
+// several shapes (rank order differing from the parent's), collectives on the
+// result checked exactly, the node layout derived from the parent's
+// (MATEX_VIRTUAL_NODES restricted to the members, not parsed again), creation
+// while another thread runs collectives on the parent, and bad rank lists
+// rejected naming the index.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "error_checks.h"
+#include "mpi_test_util.h"
+#include "rooted_patterns.h"
+
+namespace matex_test {
+namespace {
+
+// Node of each parent rank: MATEX_VIRTUAL_NODES, or one real node.
+std::vector<int> parent_nodes() {
+  const int size = world_size();
+  std::vector<int> nodes(size, 0);
+  const std::vector<int> sizes = virtual_node_sizes();
+  int rank = 0;
+  for (int node = 0; node < static_cast<int>(sizes.size()); ++node) {
+    for (int k = 0; k < sizes[node] && rank < size; ++k) nodes[rank++] = node;
+  }
+  return nodes;
+}
+
+// The shapes of the test: on 4 ranks {0,2}, {1,3}, {3}, {3,0,1}.
+std::vector<std::vector<int>> shapes() {
+  const int size = world_size();
+  std::vector<std::vector<int>> result;
+  std::vector<int> even, odd;
+  for (int r = 0; r < size; ++r) (r % 2 == 0 ? even : odd).push_back(r);
+  result.push_back(even);
+  if (!odd.empty()) result.push_back(odd);
+  result.push_back({size - 1});
+  std::vector<int> rotated = {size - 1};
+  for (int r = 0; r < std::min(size - 1, 2); ++r) rotated.push_back(r);
+  result.push_back(rotated);
+  return result;
+}
+
+std::string shape_text(const std::vector<int>& ranks) {
+  std::string text = "{";
+  for (size_t i = 0; i < ranks.size(); ++i) text += (i ? "," : "") + std::to_string(ranks[i]);
+  return text + "}";
+}
+
+// Layout facts and exact collectives on a sub-communicator whose rank i is parent rank ranks[i].
+long long check_subcomm(matex_comm_t sub, const std::vector<int>& ranks) {
+  const int n = static_cast<int>(ranks.size());
+  const int me = static_cast<int>(std::find(ranks.begin(), ranks.end(), world_rank()) - ranks.begin());
+  const std::string what = "sub-communicator " + shape_text(ranks);
+  long long errors = 0;
+  int rank = -1, size = -1, node_count = -1, local_size = -1, node_index = -1, local_rank = -1;
+  EXPECT_EQ(matex_comm_rank(sub, &rank), MATEX_SUCCESS);
+  EXPECT_EQ(matex_comm_size(sub, &size), MATEX_SUCCESS);
+  EXPECT_EQ(matex_comm_node_count(sub, &node_count), MATEX_SUCCESS);
+  EXPECT_EQ(matex_comm_local_size(sub, &local_size), MATEX_SUCCESS);
+  EXPECT_EQ(matex_comm_node_index(sub, &node_index), MATEX_SUCCESS);
+  EXPECT_EQ(matex_comm_local_rank(sub, &local_rank), MATEX_SUCCESS);
+  // Expected layout: the parent's nodes of the members, renumbered by first appearance.
+  const std::vector<int> nodes = parent_nodes();
+  std::map<int, int> renumbered;
+  std::vector<int> node_size;
+  int my_node = -1, my_local = -1;
+  for (int i = 0; i < n; ++i) {
+    auto inserted = renumbered.emplace(nodes[ranks[i]], static_cast<int>(node_size.size()));
+    if (inserted.second) node_size.push_back(0);
+    const int node = inserted.first->second;
+    if (i == me) {
+      my_node = node;
+      my_local = node_size[node];
+    }
+    ++node_size[node];
+  }
+  EXPECT_EQ(rank, me) << what;
+  EXPECT_EQ(size, n) << what;
+  EXPECT_EQ(node_count, static_cast<int>(node_size.size())) << what;
+  EXPECT_EQ(node_index, my_node) << what;
+  EXPECT_EQ(local_rank, my_local) << what;
+  EXPECT_EQ(local_size, my_node >= 0 ? node_size[my_node] : -1) << what;
+  errors += rank != me || size != n || node_count != static_cast<int>(node_size.size()) || node_index != my_node ||
+            local_rank != my_local;
+
+  // allreduce: inputs by parent rank, so the reference needs the member list.
+  constexpr size_t kCount = 1003;
+  std::vector<int32_t> in(kCount), out(kCount, -1);
+  for (size_t i = 0; i < kCount; ++i) in[i] = static_cast<int32_t>(rooted_value(i, world_rank(), false));
+  matex_status_t status = matex_allreduce(sub, in.data(), out.data(), kCount, MATEX_INT32, MATEX_SUM);
+  EXPECT_EQ(status, MATEX_SUCCESS) << what << " allreduce: " << matex_last_error();
+  errors += status != MATEX_SUCCESS;
+  for (size_t i = 0; i < kCount && status == MATEX_SUCCESS; ++i) {
+    int64_t want = 0;
+    for (int member : ranks) want += rooted_value(i, member, false);
+    if (out[i] != want) {
+      ADD_FAILURE() << what << " allreduce [" << i << "] got " << out[i] << ", expected " << want;
+      ++errors;
+      break;
+    }
+  }
+  // broadcast from the last member, and a reduce to it.
+  const int root = n - 1;
+  std::vector<float> data(kCount);
+  for (size_t i = 0; i < kCount; ++i) data[i] = static_cast<float>(me == root ? rooted_value(i, 99, false) : -50);
+  status = matex_broadcast(sub, data.data(), kCount, MATEX_FLOAT32, root);
+  EXPECT_EQ(status, MATEX_SUCCESS) << what << " broadcast: " << matex_last_error();
+  for (size_t i = 0; i < kCount && status == MATEX_SUCCESS; ++i) {
+    if (data[i] != rooted_value(i, 99, false)) {
+      ADD_FAILURE() << what << " broadcast [" << i << "] got " << data[i];
+      ++errors;
+      break;
+    }
+  }
+  std::vector<float> reduced(kCount, -1);
+  for (size_t i = 0; i < kCount; ++i) data[i] = static_cast<float>(rooted_value(i, world_rank(), false));
+  status = matex_reduce(sub, data.data(), reduced.data(), kCount, MATEX_FLOAT32, MATEX_MAX, root);
+  EXPECT_EQ(status, MATEX_SUCCESS) << what << " reduce: " << matex_last_error();
+  if (me == root && status == MATEX_SUCCESS) {
+    for (size_t i = 0; i < kCount; ++i) {
+      int64_t want = -1000;
+      for (int member : ranks) want = std::max(want, rooted_value(i, member, false));
+      if (reduced[i] != want) {
+        ADD_FAILURE() << what << " reduce [" << i << "] got " << reduced[i] << ", expected " << want;
+        ++errors;
+        break;
+      }
+    }
+  }
+  return errors;
+}
+
+TEST(SubCommunicators, MembersOnlyInSeveralShapes) {
+  matex_comm_t parent = test_comm();
+  long long errors = 0;
+  for (const std::vector<int>& ranks : shapes()) {
+    if (std::find(ranks.begin(), ranks.end(), world_rank()) == ranks.end()) continue;
+    matex_comm_t sub = nullptr;
+    const matex_status_t status =
+        matex_comm_create_from_ranks(parent, ranks.data(), static_cast<int>(ranks.size()), &sub);
+    EXPECT_EQ(status, MATEX_SUCCESS) << shape_text(ranks) << ": " << matex_last_error();
+    if (status != MATEX_SUCCESS) {
+      ++errors;
+      continue;
+    }
+    errors += check_subcomm(sub, ranks);
+    EXPECT_EQ(matex_finalize(&sub), MATEX_SUCCESS) << matex_last_error();
+  }
+  agree_no_errors(errors, "sub-communicator shapes");
+}
+
+TEST(SubCommunicators, CreatedWhileTheParentRunsCollectives) {
+  matex_comm_t parent = test_comm();
+  const int size = world_size();
+  std::atomic<long long> collective_errors{0};
+  std::thread collectives([&] {
+    std::vector<float> in(513), out(513);
+    for (int k = 0; k < 40; ++k) {
+      for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((i + k) % 9);
+      if (matex_allreduce(parent, in.data(), out.data(), in.size(), MATEX_FLOAT32, MATEX_SUM) != MATEX_SUCCESS) {
+        ++collective_errors;
+        continue;
+      }
+      for (size_t i = 0; i < in.size(); ++i) collective_errors += out[i] != static_cast<float>(((i + k) % 9) * size);
+    }
+  });
+  // Every rank, in reverse order.
+  std::vector<int> reversed(size);
+  for (int r = 0; r < size; ++r) reversed[r] = size - 1 - r;
+  matex_comm_t sub = nullptr;
+  const matex_status_t status = matex_comm_create_from_ranks(parent, reversed.data(), size, &sub);
+  EXPECT_EQ(status, MATEX_SUCCESS) << matex_last_error();
+  long long errors = status != MATEX_SUCCESS;
+  if (status == MATEX_SUCCESS) errors += check_subcomm(sub, reversed);
+  collectives.join();
+  if (sub != nullptr) {
+    EXPECT_EQ(matex_finalize(&sub), MATEX_SUCCESS) << matex_last_error();
+  }
+  EXPECT_EQ(collective_errors.load(), 0) << "allreduces on the parent beside the creation";
+  agree_no_errors(errors + collective_errors.load(), "sub-communicator beside parent collectives");
+}
+
+TEST(SubCommunicators, BadRankListsNameTheIndex) {
+  matex_comm_t parent = test_comm();
+  const int size = world_size();
+  const int me = world_rank();
+  long long errors = 0;
+  matex_comm_t sub = nullptr;
+  const int repeated[2] = {me, me};
+  errors += expect_error(matex_comm_create_from_ranks(parent, repeated, 2, &sub), MATEX_ERR_INVALID_ARG, "ranks[1]",
+                         "repeated rank");
+  const int outside[2] = {me, size};
+  errors += expect_error(matex_comm_create_from_ranks(parent, outside, 2, &sub), MATEX_ERR_INVALID_ARG, "ranks[1]",
+                         "rank out of range");
+  const int negative[1] = {-1};
+  errors += expect_error(matex_comm_create_from_ranks(parent, negative, 1, &sub), MATEX_ERR_INVALID_ARG, "ranks[0]",
+                         "negative rank");
+  errors += expect_error(matex_comm_create_from_ranks(parent, repeated, 0, &sub), MATEX_ERR_INVALID_ARG, "n = 0",
+                         "empty list");
+  errors += expect_error(matex_comm_create_from_ranks(parent, nullptr, 1, &sub), MATEX_ERR_INVALID_ARG, "ranks",
+                         "NULL list");
+  if (size > 1) {
+    const int others[1] = {(me + 1) % size};
+    errors += expect_error(matex_comm_create_from_ranks(parent, others, 1, &sub), MATEX_ERR_INVALID_ARG,
+                           "does not list", "list without the caller");
+  }
+  EXPECT_EQ(sub, nullptr);
+  errors += check_comm_still_works(parent);
+  agree_no_errors(errors, "bad rank lists");
+}
+
+}  // namespace
+}  // namespace matex_test
