@@ -8,8 +8,8 @@ import keras
 # Synthetic images with something to learn: each class has a pattern, each image is its class's pattern plus noise.
 rng = np.random.default_rng(14)
 patterns = rng.normal(size=(10,) + (75, 75, 3)).astype("float32")
-y = rng.integers(0, 10, size=(160,))
-x = patterns[y] + rng.normal(size=(160,) + (75, 75, 3)).astype("float32")
+y = rng.integers(0, 10, size=(96,))
+x = patterns[y] + rng.normal(size=(96,) + (75, 75, 3)).astype("float32")
 
 # float64 and a small learning rate: from scratch, this deep BatchNormalization network amplifies
 # rounding so much that two one-process float32 runs differing only in TensorFlow's CPU kernels

@@ -7,8 +7,8 @@ import keras
 # Synthetic images with something to learn: each class has a pattern, each image is its class's pattern plus noise.
 rng = np.random.default_rng(13)
 patterns = rng.normal(size=(10,) + (32, 32, 3)).astype("float32")
-y = rng.integers(0, 10, size=(320,))
-x = patterns[y] + rng.normal(size=(320,) + (32, 32, 3)).astype("float32")
+y = rng.integers(0, 10, size=(192,))
+x = patterns[y] + rng.normal(size=(192,) + (32, 32, 3)).astype("float32")
 
 # float64 and a small learning rate: from scratch, this deep BatchNormalization network amplifies
 # rounding so much that two one-process float32 runs differing only in TensorFlow's CPU kernels

@@ -23,10 +23,10 @@ fi
 # and netCDF4 for matex.data. A
 # Debian system Python refuses pip installs unless told.
 matex_pip_install() {
-  echo "setup: installing $1"
-  if ! python3 -m pip install -q "$1" 2>/tmp/matex-pip.log; then
+  echo "setup: installing $*"
+  if ! python3 -m pip install -q "$@" 2>/tmp/matex-pip.log; then
     if grep -q externally-managed /tmp/matex-pip.log; then
-      python3 -m pip install -q --break-system-packages "$1"
+      python3 -m pip install -q --break-system-packages "$@"
     else
       cat /tmp/matex-pip.log >&2
       exit 1
@@ -42,6 +42,20 @@ fi
 # The file formats matex.data reads (serial builds; tests/tf/data_readers.py).
 python3 -c 'import h5py' 2>/dev/null || matex_pip_install h5py
 python3 -c 'import netCDF4' 2>/dev/null || matex_pip_install netCDF4
+
+# PyTorch for torch_integration/ and tests/torch. PyPI has only the CUDA
+# build, whose full dependency list is several GB of CUDA wheels; on a machine
+# without a GPU torch imports with far less: the wheel without its
+# dependencies, its pure-Python ones, and the four NVIDIA libraries its import
+# links (cuFile, cuSPARSELt, NVSHMEM, and the NCCL it was built with, which
+# must be torch's own, not the system's). A GPU machine should install the
+# full set instead: `pip install torch==2.15.0` (docs/pytorch.md).
+if ! python3 -c 'import torch, sys; sys.exit(not torch.__version__.startswith("2.15."))' 2>/dev/null; then
+  matex_pip_install --no-deps torch==2.15.0
+  matex_pip_install filelock 'typing-extensions>=4.13.0' 'sympy>=1.13.3' 'networkx>=2.5.1' jinja2 'fsspec>=0.8.5'
+  matex_pip_install --no-deps 'nvidia-cufile==1.17.1.22.*' 'nvidia-cusparselt-cu13==0.8.1' \
+    'nvidia-nvshmem-cu13==3.7.2' 'nvidia-nccl-cu13==2.30.7'
+fi
 
 # Open MPI refuses to run as root unless told, and needs permission to put
 # more ranks than cores on this machine (the tests use 4 ranks on 2 cores).

@@ -16,7 +16,7 @@ trap 'rm -rf "$LOG"' EXIT
 
 build() {  # build <dir> <sanitizer>
   cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMATEX_BUILD_TESTS=ON -DMATEX_BUILD_BENCH=OFF \
-    -DMATEX_WITH_CUDA=OFF -DMATEX_WITH_TF=OFF -DCMAKE_CXX_FLAGS="-fsanitize=$2 -fno-omit-frame-pointer" \
+    -DMATEX_WITH_CUDA=OFF -DMATEX_WITH_TF=OFF -DMATEX_WITH_TORCH=OFF -DCMAKE_CXX_FLAGS="-fsanitize=$2 -fno-omit-frame-pointer" \
     -DCMAKE_C_FLAGS="-fsanitize=$2" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=$2" \
     -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=$2" > "$LOG/configure-$2.txt"
   cmake --build "$1" -j"$JOBS" --target matex-mpi-engine matex-unit-tests > "$LOG/build-$2.txt"

@@ -1,0 +1,13 @@
+"""A synchronous collective that a rank never joins: the waiting rank is
+blocked inside it and cannot raise, so once the group's timeout passes the
+job must end with an error naming the collective (as NCCL's watchdog does),
+not hang. Run by expect_job_error.sh on 2 ranks."""
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("matex", timeout=timedelta(seconds=3))
+if dist.get_rank() == 1:
+    dist.all_reduce(torch.ones(4))  # rank 0 never joins
+dist.barrier()

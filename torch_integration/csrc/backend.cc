@@ -1,0 +1,259 @@
+// backend.cc - life cycle, the launch of one collective, and the reductions
+// that keep one tensor in place (allreduce, reduce) plus broadcast and barrier.
+#include "backend.h"
+
+#include <c10/util/Exception.h>
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <sstream>
+
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "dense_buffer.h"
+#include "tensor_types.h"
+#include "world.h"
+
+namespace matex_torch {
+
+void check_status(matex_status_t status, const std::string& what) {
+  if (status == MATEX_SUCCESS) return;
+  C10_THROW_ERROR(DistBackendError, "matex: " + what + " failed (" + matex_status_string(status) +
+                                        "): " + matex_last_error());
+}
+
+MatexBackend::MatexBackend(matex_comm_t comm, int rank, int size, std::chrono::milliseconds timeout,
+                           std::string group_name, uint64_t index)
+    : c10d::Backend(rank, size),
+      comm_(comm),
+      group_name_(std::make_shared<const std::string>(std::move(group_name))),
+      index_(index),
+      timeout_(timeout),
+      worker_(std::make_unique<GroupWorker>()),
+      p2p_(std::make_unique<P2pProgress>()) {}
+
+MatexBackend::~MatexBackend() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->closed) return;
+    state_->closed = true;
+  }
+  // Shared pointers, so the closer can be copied into a std::function.
+  std::shared_ptr<GroupWorker> worker(std::move(worker_));
+  std::shared_ptr<P2pProgress> p2p(std::move(p2p_));
+  matex_comm_t comm = comm_;
+  std::shared_ptr<State> state = state_;
+  defer_close(index_, [worker, p2p, comm, state]() mutable {
+    std::string broken;
+    {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      broken = state->broken;
+    }
+    if (!broken.empty() && !worker->wait_idle(std::chrono::seconds(5))) {
+      worker->abandon();
+      new std::shared_ptr<GroupWorker>(worker);  // left to the process's exit, as in close()
+      new std::shared_ptr<P2pProgress>(p2p);
+      return false;
+    }
+    worker.reset();
+    p2p.reset();
+    matex_finalize(&comm);
+    return true;
+  });
+}
+
+void MatexBackend::close() {
+  std::string broken;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->closed) return;
+    state_->closed = true;
+    broken = state_->broken;
+  }
+  // Queued jobs may run Python callbacks (futures' then), which need the GIL.
+  std::optional<pybind11::gil_scoped_release> no_gil;
+  if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
+  // A late peer may still be finishing the call whose wait expired.
+  if (!broken.empty() && !worker_->wait_idle(std::chrono::seconds(5))) {
+    // The worker is blocked in a collective that may never end: leave it
+    // (and the communicator it uses) to the process's exit.
+    worker_->abandon();
+    (void)worker_.release();
+    (void)p2p_.release();
+    note_abandoned();
+    return;
+  }
+  worker_.reset();
+  p2p_.reset();
+  matex_finalize(&comm_);
+}
+
+std::chrono::milliseconds MatexBackend::effective(std::chrono::milliseconds timeout) const {
+  // Ten years stands for "no limit": larger values would overflow the clocks.
+  constexpr std::chrono::milliseconds kLongest = std::chrono::hours(24 * 365 * 10);
+  const std::chrono::milliseconds chosen =
+      timeout == c10d::kUnsetTimeout || timeout <= std::chrono::milliseconds::zero() ? timeout_ : timeout;
+  return std::min(chosen, kLongest);
+}
+
+void MatexBackend::require_usable() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  TORCH_CHECK(!state_->closed, "matex: process group ", *group_name_, " was shut down");
+  if (!state_->broken.empty()) {
+    C10_THROW_ERROR(DistBackendError, "matex: process group " + *group_name_ +
+                                          " is unusable since an earlier wait expired: " + state_->broken);
+  }
+}
+
+
+c10::intrusive_ptr<c10d::Work> MatexBackend::launch(c10d::OpType type, const std::string& what,
+                                                    std::vector<at::Tensor> outputs,
+                                                    std::chrono::milliseconds timeout, bool async_op, Body body) {
+  require_usable();
+  Description description = describe(what);
+  auto completion = std::make_shared<Completion>(std::move(outputs));
+  matex_comm_t comm = comm_;
+  std::function<void()> job = [completion, comm, body = std::move(body)] {
+    try {
+      body(comm);
+      completion->succeed();
+    } catch (...) {
+      completion->fail(std::current_exception());
+    }
+  };
+  const std::chrono::milliseconds limit = effective(timeout);
+  if (worker_->on_worker_thread()) {
+    // Called from a callback of an earlier Work's future, which runs on the
+    // worker after its job: the communicator is free, and queueing would
+    // wait on this very thread. Run it now.
+    job();
+    return c10::make_intrusive<MatexWork>(rank_, type, completion, limit, description, nullptr);
+  }
+  if (!async_op) {
+    // The caller waits at once: run it here. If it overruns, the caller is
+    // stuck inside it and cannot raise, so the job ends, saying why (as
+    // NCCL's watchdog does).
+    auto expiry = [this, what = description.what, sequence = description.sequence, limit] {
+      std::fprintf(stderr,
+                   "matex: %s did not complete within %.3f s; a rank may have skipped this call, called another "
+                   "collective, or died. Ending the job, since this rank is blocked inside it.\n",
+                   Description{what, sequence, group_name_, rank_, size_}.text().c_str(), limit.count() / 1000.0);
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    };
+    if (worker_->try_run_inline(job, GroupWorker::Clock::now() + limit, expiry)) {
+      return c10::make_intrusive<MatexWork>(rank_, type, completion, limit, description, nullptr);
+    }
+  }
+  worker_->submit(std::move(job));
+  std::weak_ptr<State> state = state_;
+  return c10::make_intrusive<MatexWork>(rank_, type, completion, limit, description,
+                                        [state](const std::string& message) {
+                                          if (auto live = state.lock()) {
+                                            std::lock_guard<std::mutex> lock(live->mutex);
+                                            if (live->broken.empty()) live->broken = message;
+                                          }
+                                        });
+}
+
+c10::intrusive_ptr<c10d::Work> MatexBackend::allreduce(std::vector<at::Tensor>& tensors,
+                                                       const c10d::AllreduceOptions& opts) {
+  TORCH_CHECK(tensors.size() == 1, "matex: allreduce takes one tensor per process, got ", tensors.size());
+  DenseBuffer buffer(tensors[0], "allreduce");
+  const matex_dtype_t dtype = reduction_dtype(tensors[0].scalar_type(), "allreduce");
+  const Reduction reduction = reduction_of(opts.reduceOp, tensors[0].scalar_type(), "allreduce");
+  return launch(c10d::OpType::ALLREDUCE, "allreduce", tensors, opts.timeout, opts.asyncOp,
+                [buffer, dtype, reduction](matex_comm_t comm) {
+                  if (reduction.premultiplied) {
+                    check_status(matex_allreduce_premul_sum(comm, MATEX_IN_PLACE, buffer.data(), buffer.numel(),
+                                                            dtype, reduction.factor),
+                                 "allreduce (PREMUL_SUM)");
+                  } else {
+                    check_status(matex_allreduce(comm, MATEX_IN_PLACE, buffer.data(), buffer.numel(), dtype,
+                                                 reduction.op),
+                                 "allreduce");
+                  }
+                  buffer.write_back();
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> MatexBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                                 const c10d::AllreduceCoalescedOptions& opts) {
+  struct Item {
+    DenseBuffer buffer;
+    matex_dtype_t dtype;
+    Reduction reduction;
+  };
+  std::vector<Item> items;
+  items.reserve(tensors.size());
+  for (const at::Tensor& tensor : tensors) {
+    items.push_back({DenseBuffer(tensor, "allreduce_coalesced"),
+                     reduction_dtype(tensor.scalar_type(), "allreduce_coalesced"),
+                     reduction_of(opts.reduceOp, tensor.scalar_type(), "allreduce_coalesced")});
+  }
+  return launch(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, opts.timeout, opts.asyncOp,
+                [items](matex_comm_t comm) {
+                  for (const Item& item : items) {
+                    void* data = item.buffer.data();
+                    if (item.reduction.premultiplied) {
+                      check_status(matex_allreduce_premul_sum(comm, MATEX_IN_PLACE, data, item.buffer.numel(),
+                                                              item.dtype, item.reduction.factor),
+                                   "allreduce_coalesced (PREMUL_SUM)");
+                    } else {
+                      check_status(matex_allreduce(comm, MATEX_IN_PLACE, data, item.buffer.numel(), item.dtype,
+                                                   item.reduction.op),
+                                   "allreduce_coalesced");
+                    }
+                    item.buffer.write_back();
+                  }
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> MatexBackend::reduce(std::vector<at::Tensor>& tensors,
+                                                    const c10d::ReduceOptions& opts) {
+  TORCH_CHECK(tensors.size() == 1, "matex: reduce takes one tensor per process, got ", tensors.size());
+  TORCH_CHECK(opts.rootTensor == 0, "matex: reduce takes rootTensor 0, got ", opts.rootTensor);
+  DenseBuffer buffer(tensors[0], "reduce");
+  const matex_dtype_t dtype = reduction_dtype(tensors[0].scalar_type(), "reduce");
+  const Reduction reduction = reduction_of(opts.reduceOp, tensors[0].scalar_type(), "reduce");
+  const int root = static_cast<int>(opts.rootRank);
+  const bool at_root = root == rank_;
+  return launch(c10d::OpType::REDUCE, "reduce", tensors, opts.timeout, opts.asyncOp,
+                [buffer, dtype, reduction, root, at_root](matex_comm_t comm) {
+                  // A pre-multiplied sum: scale a copy of the input, then sum.
+                  at::Tensor scaled = reduction.premultiplied ? buffer.dense() * reduction.factor : at::Tensor();
+                  const void* send = reduction.premultiplied ? scaled.data_ptr() : buffer.data();
+                  if (at_root && !reduction.premultiplied) send = MATEX_IN_PLACE;
+                  check_status(matex_reduce(comm, send, at_root ? buffer.data() : nullptr, buffer.numel(), dtype,
+                                            reduction.premultiplied ? MATEX_SUM : reduction.op, root),
+                               "reduce");
+                  if (at_root) buffer.write_back();
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> MatexBackend::broadcast(std::vector<at::Tensor>& tensors,
+                                                       const c10d::BroadcastOptions& opts) {
+  TORCH_CHECK(tensors.size() == 1, "matex: broadcast takes one tensor per process, got ", tensors.size());
+  TORCH_CHECK(opts.rootTensor == 0, "matex: broadcast takes rootTensor 0, got ", opts.rootTensor);
+  DenseBuffer buffer(tensors[0], "broadcast");
+  const Movement movement = movement_of(tensors[0].scalar_type());
+  const int root = static_cast<int>(opts.rootRank);
+  return launch(c10d::OpType::BROADCAST, "broadcast", tensors, opts.timeout, opts.asyncOp,
+                [buffer, movement, root](matex_comm_t comm) {
+                  check_status(matex_broadcast(comm, buffer.data(), buffer.numel() * movement.per_element,
+                                               movement.dtype, root),
+                               "broadcast");
+                  buffer.write_back();
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> MatexBackend::barrier(const c10d::BarrierOptions& opts) {
+  return launch(c10d::OpType::BARRIER, "barrier", {}, opts.timeout, opts.asyncOp,
+                [](matex_comm_t comm) { check_status(matex_barrier(comm), "barrier"); });
+}
+
+}  // namespace matex_torch

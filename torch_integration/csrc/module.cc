@@ -1,0 +1,45 @@
+// module.cc - the Python module _matex_torch: what matex_torch's Python code
+// calls to create backends, agree on a rendezvous and shut down.
+#include <pybind11/chrono.h>
+#include <pybind11/stl.h>
+#include <mpi.h>
+#include <torch/python.h>
+
+#include "world.h"
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "libmatexcomm's c10d backend (see matex_torch)";
+  m.def("create_backend", &matex_torch::create_backend, py::arg("group_rank"), py::arg("group_size"),
+        py::arg("global_ranks"), py::arg("timeout_seconds"), py::arg("group_name"),
+        py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "world", [] {
+        matex_torch::WorldFacts facts = matex_torch::world_facts();
+        return py::make_tuple(facts.rank, facts.size);
+      },
+      "(rank, size) of MPI_COMM_WORLD; initializes MPI on first use");
+  m.def(
+      "agree_rendezvous", [] {
+        matex_torch::Rendezvous r;
+        {
+          py::gil_scoped_release release;
+          r = matex_torch::agree_rendezvous();
+        }
+        return py::make_tuple(r.address, r.port);
+      },
+      "rank 0's address and a free port on it, agreed over MPI");
+  m.def("shutdown", &matex_torch::shutdown, py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "abort_job",
+      [](int code) {
+        int initialized = 0, finalized = 0, size = 1;
+        MPI_Initialized(&initialized);
+        MPI_Finalized(&finalized);
+        if (!initialized || finalized) return;
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        if (size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+      },
+      "Ends the whole MPI job (only when MPI runs with more than one rank)");
+}

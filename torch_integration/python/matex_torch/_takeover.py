@@ -1,0 +1,90 @@
+"""MATEX_ENABLE=1 for existing torch.distributed jobs: a process group asked
+for with "gloo", or with no backend, gets "cpu:matex" instead: CPU tensors go
+through matex with gloo's semantics, CUDA tensors keep NCCL (MATEX_TORCH_CUDA
+is reserved for sending them to matex once its CUDA path is enabled). Rank 0
+prints one line saying so. Scripts that name another backend are left alone."""
+import functools
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
+
+from . import _backend, _launcher
+
+_announced = False
+
+
+def _device_string(cuda_backend):
+    parts = ["cpu:matex"]
+    if cuda_backend and torch.cuda.is_available():
+        parts.append(f"cuda:{cuda_backend}")
+    return ",".join(parts)
+
+
+def translate(backend):
+    """The backend string matex runs a request for `backend` as (None: unchanged)."""
+    if backend is None or str(backend).lower() in ("undefined", ""):
+        # torch 2.15 maps no backend to the accelerator's only, so say it all.
+        return _device_string("nccl") if torch.cuda.is_available() else None
+    text = str(backend).lower()
+    if text == "gloo":
+        return _device_string("nccl")
+    if ":" in text:
+        pairs = [part.split(":", 1) for part in text.split(",")]
+        if any(device.strip() == "cpu" and name.strip() == "gloo" for device, name in pairs):
+            return ",".join(f"{device.strip()}:{'matex' if device.strip() == 'cpu' and name.strip() == 'gloo' else name.strip()}"
+                            for device, name in pairs)
+    return None
+
+
+def _announce(requested, used):
+    global _announced
+    if _announced:
+        return
+    _announced = True
+    rank = os.environ.get("RANK") or os.environ.get("OMPI_COMM_WORLD_RANK") or os.environ.get("PMI_RANK") or "0"
+    if rank == "0":
+        print(f"matex: MATEX_ENABLE=1: process group backend {requested!r} runs as {used!r}", file=sys.stderr,
+              flush=True)
+
+
+def _wrap(function, position):
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        if "backend" in kwargs:
+            requested = kwargs["backend"]
+        elif len(args) > position:
+            requested = args[position]
+        else:
+            requested = None
+        used = translate(requested)
+        if used is not None:
+            if "backend" in kwargs or len(args) <= position:
+                kwargs["backend"] = used
+            else:
+                args = args[:position] + (used,) + args[position + 1:]
+            _announce(requested, used)
+        elif requested is None and function.__name__ == "init_process_group":
+            _announce("default", "cpu:matex")
+        return function(*args, **kwargs)
+
+    wrapper._matex_takeover = True
+    return wrapper
+
+
+def install():
+    # Scripts written for torchrun read RANK and WORLD_SIZE themselves.
+    _launcher.export_ranks()
+    _backend.register()
+    dist.Backend.default_device_backend_map["cpu"] = "matex"
+    import torch.distributed.device_mesh as device_mesh  # bound these names at its import
+    for name, position in (("init_process_group", 0), ("new_group", 2)):
+        original = getattr(c10d, name)
+        if getattr(original, "_matex_takeover", False):
+            continue
+        wrapped = _wrap(original, position)
+        for module in (c10d, dist, device_mesh):
+            if getattr(module, name, None) is original:
+                setattr(module, name, wrapped)
