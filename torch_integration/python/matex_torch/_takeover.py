@@ -1,8 +1,9 @@
 """MATEX_ENABLE=1 for existing torch.distributed jobs: a process group asked
 for with "gloo", or with no backend, gets "cpu:matex" instead: CPU tensors go
-through matex with gloo's semantics, CUDA tensors keep NCCL (MATEX_TORCH_CUDA
-is reserved for sending them to matex once its CUDA path is enabled). Rank 0
-prints one line saying so. Scripts that name another backend are left alone."""
+through matex with gloo's semantics, CUDA tensors keep NCCL (the backend does
+not register for CUDA yet). Rank 0 prints one line saying so. Scripts that
+name another backend are left alone. init_process_group and new_group are
+wrapped where torch.distributed, distributed_c10d and device_mesh hold them."""
 import functools
 import os
 import sys
