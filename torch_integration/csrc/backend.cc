@@ -7,7 +7,6 @@
 #include <mpi.h>
 
 #include <cstdio>
-#include <sstream>
 
 #include <pybind11/pybind11.h>
 
@@ -25,6 +24,24 @@ void check_status(matex_status_t status, const std::string& what) {
   C10_THROW_ERROR(DistBackendError, "matex: " + what + " failed (" + matex_status_string(status) +
                                         "): " + matex_last_error());
 }
+
+namespace {
+
+// One tensor reduced in place (a pre-multiplied sum or an op), then written
+// back to the tensor if it was reduced through a contiguous copy.
+void allreduce_in_place(matex_comm_t comm, const DenseBuffer& buffer, matex_dtype_t dtype, const Reduction& reduction,
+                        const std::string& what) {
+  if (reduction.premultiplied) {
+    check_status(matex_allreduce_premul_sum(comm, MATEX_IN_PLACE, buffer.data(), buffer.numel(), dtype,
+                                            reduction.factor),
+                 what + " (PREMUL_SUM)");
+  } else {
+    check_status(matex_allreduce(comm, MATEX_IN_PLACE, buffer.data(), buffer.numel(), dtype, reduction.op), what);
+  }
+  buffer.write_back();
+}
+
+}  // namespace
 
 MatexBackend::MatexBackend(matex_comm_t comm, int rank, int size, std::chrono::milliseconds timeout,
                            std::string group_name, uint64_t index)
@@ -168,16 +185,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::allreduce(std::vector<at::Tensor>& 
   const Reduction reduction = reduction_of(opts.reduceOp, tensors[0].scalar_type(), "allreduce");
   return launch(c10d::OpType::ALLREDUCE, "allreduce", tensors, opts.timeout, opts.asyncOp,
                 [buffer, dtype, reduction](matex_comm_t comm) {
-                  if (reduction.premultiplied) {
-                    check_status(matex_allreduce_premul_sum(comm, MATEX_IN_PLACE, buffer.data(), buffer.numel(),
-                                                            dtype, reduction.factor),
-                                 "allreduce (PREMUL_SUM)");
-                  } else {
-                    check_status(matex_allreduce(comm, MATEX_IN_PLACE, buffer.data(), buffer.numel(), dtype,
-                                                 reduction.op),
-                                 "allreduce");
-                  }
-                  buffer.write_back();
+                  allreduce_in_place(comm, buffer, dtype, reduction, "allreduce");
                 });
 }
 
@@ -198,17 +206,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::allreduce_coalesced(std::vector<at:
   return launch(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, opts.timeout, opts.asyncOp,
                 [items](matex_comm_t comm) {
                   for (const Item& item : items) {
-                    void* data = item.buffer.data();
-                    if (item.reduction.premultiplied) {
-                      check_status(matex_allreduce_premul_sum(comm, MATEX_IN_PLACE, data, item.buffer.numel(),
-                                                              item.dtype, item.reduction.factor),
-                                   "allreduce_coalesced (PREMUL_SUM)");
-                    } else {
-                      check_status(matex_allreduce(comm, MATEX_IN_PLACE, data, item.buffer.numel(), item.dtype,
-                                                   item.reduction.op),
-                                   "allreduce_coalesced");
-                    }
-                    item.buffer.write_back();
+                    allreduce_in_place(comm, item.buffer, item.dtype, item.reduction, "allreduce_coalesced");
                   }
                 });
 }
