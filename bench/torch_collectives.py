@@ -17,6 +17,12 @@ Time: the median of per-iteration times on each rank, the maximum over
 ranks. busbw = algbw * 2(n-1)/n for allreduce, algbw * (n-1)/n for the others.
 Every result is checked outside the timed loop against its exact value
 (rank r contributes (r+1)*((i % 251)+1)); any wrong result exits with 1.
+
+torch's flight recorder is on by default: gloo records each collective
+itself, and torch attaches a recording hook to out-of-tree backends such as
+matex; either way every call gathers a Python traceback, a few microseconds
+that dominate small messages. TORCH_FR_BUFFER_SIZE=0 (pass it to every rank:
+mpirun -x TORCH_FR_BUFFER_SIZE) turns it off for both; the header says which.
 Finds matex_torch installed, or in --build-dir (default build/) python/.
 """
 import argparse
@@ -208,8 +214,18 @@ def main():
     sys.exit(0 if ok.item() == 1 else 1)
 
 
+def flight_recorder_entries():
+    """The flight recorder's buffer size as torch reads it (0: off)."""
+    for name in ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"):
+        if os.environ.get(name):
+            return int(os.environ[name])
+    return 2000
+
+
 def report(records, ddp, n, args):
+    entries = flight_recorder_entries()
     print(f"# torch.distributed on {n} ranks: matex vs gloo (capi: libmatexcomm's C API on the same buffers)")
+    print(f"# torch's flight recorder: {'on (%d entries)' % entries if entries > 0 else 'off'}, for both backends")
     print(f"# {'collective':>14} {'bytes':>10} {'iters':>6} | {'capi us':>9} | {'matex us':>9} {'busbw':>7} | "
           f"{'gloo us':>9} {'busbw':>7} | {'speed-up':>8} {'bw ratio':>8} {'matex/capi':>10}")
     for row in records:
@@ -223,7 +239,8 @@ def report(records, ddp, n, args):
         print(f"# DDP step, {figures['parameters'] / 1e6:.1f} M parameters, {backend}: {figures['step_ms']:.1f} ms")
     if args.json:
         with open(args.json, "w") as handle:
-            json.dump({"ranks": n, "records": records, "ddp": ddp}, handle, indent=1)
+            json.dump({"ranks": n, "flight_recorder_entries": entries, "records": records, "ddp": ddp}, handle,
+                      indent=1)
     if args.png:
         try:
             import matplotlib

@@ -190,5 +190,59 @@ TEST(BadInput, MismatchedArgumentsInsideANode) {
   agree_no_errors(errors, "mismatched arguments");
 }
 
+// Nodes that disagree while the ranks of each node agree among themselves:
+// the shared-memory channel cannot see it, the call check must (every rank
+// gets MATEX_ERR_MISMATCH naming both calls, and the communicator recovers).
+// Without it a different op is a silently wrong sum and a different count
+// truncates inside MPI.
+TEST(BadInput, MismatchedCallsAcrossNodes) {
+  matex_comm_t comm = test_comm();
+  int nodes = 1, node = 0;
+  matex_comm_node_count(comm, &nodes);
+  if (nodes < 2) GTEST_SKIP() << "needs at least two nodes";  // same on every rank
+  int local_rank = 0;
+  matex_comm_local_rank(comm, &local_rank);
+  // Node index = number of distinct nodes among lower ranks; MATEX_VIRTUAL_NODES layouts are consecutive.
+  const int rank = world_rank();
+  std::vector<int> local_ranks(world_size());
+  MPI_Allgather(&local_rank, 1, MPI_INT, local_ranks.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  for (int r = 1; r <= rank; ++r) node += local_ranks[r] == 0;
+  const bool first_node = node == 0;
+
+  long long errors = 0;
+  for (const char* algorithm : {"auto", "rs_ar_ag", "rab", "flat"}) {
+    EXPECT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, algorithm), MATEX_SUCCESS) << matex_last_error();
+    std::vector<float> buf(300, 1.0f);
+    const std::string what = std::string("allreduce (") + algorithm + ") ";
+    errors += expect_error(matex_allreduce(comm, buf.data(), buf.data(), 100, MATEX_FLOAT32,
+                                           first_node ? MATEX_SUM : MATEX_MAX),
+                           MATEX_ERR_MISMATCH, "op=max", (what + "with another op on node 0").c_str());
+    errors += check_comm_still_works(comm);
+    errors += expect_error(matex_allreduce(comm, buf.data(), buf.data(), first_node ? 100 : 300, MATEX_FLOAT32,
+                                           MATEX_SUM),
+                           MATEX_ERR_MISMATCH, "count=300", (what + "with another count on node 0").c_str());
+    errors += check_comm_still_works(comm);
+  }
+  EXPECT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "auto"), MATEX_SUCCESS);
+  // Another collective altogether.
+  std::vector<int32_t> ints(4 * world_size(), 7);
+  const matex_status_t other = first_node ? matex_broadcast(comm, ints.data(), 4, MATEX_INT32, 0)
+                                          : matex_allgather(comm, ints.data(), ints.data() + 4, 4, MATEX_INT32);
+  errors += expect_error(other, MATEX_ERR_MISMATCH, "broadcast count=4 dtype=int32 root=0",
+                         "broadcast on node 0, allgather elsewhere");
+  errors += check_comm_still_works(comm);
+  // A skipped call: the other nodes' next call (a barrier) meets node 0's allreduce.
+  if (first_node) {
+    std::vector<float> one(1, 1.0f);
+    errors += expect_error(matex_allreduce(comm, one.data(), one.data(), 1, MATEX_FLOAT32, MATEX_SUM),
+                           MATEX_ERR_MISMATCH, "barrier", "allreduce that the other nodes skipped");
+  } else {
+    errors += expect_error(matex_barrier(comm), MATEX_ERR_MISMATCH, "allreduce count=1",
+                           "barrier meeting an allreduce that this node skipped");
+  }
+  errors += check_comm_still_works(comm);
+  agree_no_errors(errors, "mismatched calls across nodes");
+}
+
 }  // namespace
 }  // namespace matex_test

@@ -1,4 +1,4 @@
-"""Subgroups (new_group, members-only creation, ranks in any order), send and
+"""Subgroups (new_group, members-only creation, ranks in any order, split_group), send and
 recv (order on one tag, tags kept apart, any source, a ring through
 batch_isend_irecv), mismatched calls inside a node, and the timeout: a wait that expires raises an error
 naming the collective instead of hanging. Run on 3 and 4 ranks."""
@@ -10,7 +10,10 @@ import torch.distributed as dist
 
 from torch_test_util import check_equal, finish, start, value
 
-rank, size = start()
+# Bound to a device, as init_process_group(device_id=...) does: c10d then
+# builds new_group on members through the parent (split_from), and
+# non-members call perform_nocolor_split on it. The other tests run unbound.
+rank, size = start(device_id=torch.device("cpu:0"))
 
 # ---- subgroups: every rank calls new_group, only members build a backend ----
 shapes = [[0, size - 1], [size - 1], list(range(size - 1, -1, -1)), [r for r in range(size) if r % 2 == 1]]
@@ -33,6 +36,34 @@ for ranks, group in zip(shapes, groups):
     b = value(src, 5, torch.int32) if rank == src else torch.zeros(5, dtype=torch.int32)
     dist.broadcast(b, src=src, group=group)
     check_equal(b, value(src, 5, torch.int32), f"broadcast on group {ranks}")
+
+# ---- split_group: even and odd ranks of the world, then a split of a split;
+# the last rank is in no split of the second call and gets no group ----
+assert dist.group.WORLD._get_backend(torch.device("cpu")).supports_splitting
+halves = [[r for r in range(size) if r % 2 == 0], [r for r in range(size) if r % 2 == 1]]
+half = dist.split_group(split_ranks=halves, timeout=timedelta(seconds=60))
+mine = halves[rank % 2]
+assert dist.get_world_size(half) == len(mine) and dist.get_rank(half) == mine.index(rank), (mine, rank)
+t = value(rank, 11, torch.float64)
+dist.all_reduce(t, group=half)
+check_equal(t, sum(value(r, 11, torch.float64) for r in mine), f"all_reduce on split {mine}")
+outs = [torch.empty(3, dtype=torch.int16) for _ in mine]
+dist.all_gather(outs, value(rank, 3, torch.int16), group=half)
+for i, r in enumerate(mine):
+    check_equal(outs[i], value(r, 3, torch.int16), f"all_gather on split {mine} from {r}")
+# Split the half again, by its own group ranks: its first member alone, and
+# the rest but its last member (on 3 and 4 ranks the even half is [0, 2]).
+inner = [[0], list(range(1, len(mine) - 1))] if len(mine) > 2 else [[0]]
+quarter = dist.split_group(half, split_ranks=inner)
+position = mine.index(rank)
+members = next((split for split in inner if position in split), None)
+if members is None:
+    assert quarter == dist.GroupMember.NON_GROUP_MEMBER, f"rank {rank} got a split it is not in"
+else:
+    t = value(rank, 2, torch.int32)
+    dist.all_reduce(t, group=quarter, op=dist.ReduceOp.MAX)
+    check_equal(t, torch.stack([value(mine[p], 2, torch.int32) for p in members]).amax(0),
+                f"all_reduce MAX on split {members} of {mine}")
 
 # ---- send/recv: several messages on one tag arrive in order, tags apart ----
 nxt, prv = (rank + 1) % size, (rank - 1) % size
@@ -80,6 +111,30 @@ if rank in (0, 1):
             raise AssertionError(f"rank {rank}: a different {what} on the other rank did not raise")
         except RuntimeError as error:
             assert "ranks disagree" in str(error) and f"world rank {1 - rank}" in str(error), error
+
+# ---- mismatches across nodes (the last rank is alone on the last node in
+# 2,1 and 3,1): another op, and a skipped call, raise on both ranks ----
+across = dist.new_group([0, size - 1])
+if rank in (0, size - 1):
+    other = 1 if rank == 0 else 0  # the peer's rank in the group
+    try:
+        dist.all_reduce(torch.ones(4), group=across, op=dist.ReduceOp.SUM if rank == 0 else dist.ReduceOp.MAX)
+        raise AssertionError(f"rank {rank}: a different op on another node did not raise")
+    except RuntimeError as error:
+        text = str(error)
+        assert "ranks disagree" in text and "op=sum" in text and "op=max" in text and f"rank {other} (" in text, text
+    # The last rank skips an all_reduce: its barrier meets rank 0's all_reduce.
+    try:
+        if rank == 0:
+            dist.all_reduce(torch.ones(2), group=across)
+        else:
+            dist.barrier(group=across)
+        raise AssertionError(f"rank {rank}: a call skipped on another node did not raise")
+    except RuntimeError as error:
+        assert "ranks disagree" in str(error) and "barrier" in str(error), error
+    t = value(rank, 5, torch.float32)
+    dist.all_reduce(t, group=across)  # still usable
+    check_equal(t, value(0, 5, torch.float32) + value(size - 1, 5, torch.float32), "all_reduce after mismatches")
 
 # ---- timeout: rank 0 comes late; the others' waits expire and say why ----
 # (A synchronous call that overruns ends the job instead: sync_timeout.py.)

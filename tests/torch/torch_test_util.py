@@ -12,8 +12,8 @@ INTEGER = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 REDUCIBLE = (torch.bool,) + INTEGER + FLOATING
 
 
-def start(backend="matex"):
-    dist.init_process_group(backend)
+def start(backend="matex", device_id=None):
+    dist.init_process_group(backend, device_id=device_id)
     cpu = dist.group.WORLD._get_backend(torch.device("cpu"))
     assert cpu.name() == "matex", f"CPU traffic goes to {cpu.name()}, not matex"
     return dist.get_rank(), dist.get_world_size()

@@ -43,10 +43,11 @@ void allreduce_in_place(matex_comm_t comm, const DenseBuffer& buffer, matex_dtyp
 
 }  // namespace
 
-MatexBackend::MatexBackend(matex_comm_t comm, int rank, int size, std::chrono::milliseconds timeout,
-                           std::string group_name, uint64_t index)
+MatexBackend::MatexBackend(matex_comm_t comm, int rank, int size, std::vector<int> members,
+                           std::chrono::milliseconds timeout, std::string group_name, uint64_t index)
     : c10d::Backend(rank, size),
       comm_(comm),
+      members_(std::move(members)),
       group_name_(std::make_shared<const std::string>(std::move(group_name))),
       index_(index),
       timeout_(timeout),

@@ -28,9 +28,10 @@ namespace matex_torch {
 class MatexBackend : public c10d::Backend {
  public:
   // Takes ownership of comm, a communicator over the group's ranks in group
-  // rank order. `index` is the group's place in the order of creation.
-  MatexBackend(matex_comm_t comm, int rank, int size, std::chrono::milliseconds timeout, std::string group_name,
-               uint64_t index);
+  // rank order; `members` are their world ranks. `index` is the group's place
+  // in the order of creation.
+  MatexBackend(matex_comm_t comm, int rank, int size, std::vector<int> members, std::chrono::milliseconds timeout,
+               std::string group_name, uint64_t index);
   // Not collective: a backend dropped without close() (its last reference
   // may die at a garbage collection, at a different moment on every rank)
   // hands its communicator to the world, which frees it in shutdown(), in
@@ -47,6 +48,14 @@ class MatexBackend : public c10d::Backend {
 
   const std::string getBackendName() const override { return "matex"; }
   void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
+  c10::intrusive_ptr<Options> getBackendOptions() override;
+
+  // split_group(): c10d calls split() on every rank of this group with the
+  // new group's members (ranks of this group, sorted). Members create the
+  // new communicator among themselves; the others get nullptr at once.
+  bool supportsSplitting() const override { return true; }
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<Options>& opts) override;
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts = c10d::BroadcastOptions()) override;
@@ -107,6 +116,7 @@ class MatexBackend : public c10d::Backend {
   Description describe(std::string what) { return {std::move(what), ++sequence_, group_name_, rank_, size_}; }
 
   matex_comm_t comm_;
+  std::vector<int> members_;  // world ranks, in group rank order
   std::shared_ptr<const std::string> group_name_;
   uint64_t index_;
   std::chrono::milliseconds timeout_;

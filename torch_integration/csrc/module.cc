@@ -5,12 +5,21 @@
 #include <mpi.h>
 #include <torch/python.h>
 
+#include "backend.h"
 #include "world.h"
 
 namespace py = pybind11;
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "libmatexcomm's c10d backend (see matex_torch)";
+  // The backend's own Python type, below torch's Backend: c10d calls
+  // perform_nocolor_split() on non-members of a new_group when the default
+  // group is bound to a device (init_process_group(device_id=...)) and its
+  // backend supports splitting. matex creates a group on its members only,
+  // so there is nothing for a non-member to do.
+  py::class_<matex_torch::MatexBackend, c10::intrusive_ptr<matex_torch::MatexBackend>>(
+      m, "MatexBackend", py::module_::import("torch._C._distributed_c10d").attr("Backend"))
+      .def("perform_nocolor_split", [](matex_torch::MatexBackend&, const py::object&) {}, py::arg("device"));
   m.def("create_backend", &matex_torch::create_backend, py::arg("group_rank"), py::arg("group_size"),
         py::arg("global_ranks"), py::arg("timeout_seconds"), py::arg("group_name"),
         py::call_guard<py::gil_scoped_release>());

@@ -129,7 +129,8 @@ c10::intrusive_ptr<c10d::Backend> create_backend(int group_rank, int group_size,
   const double seconds = std::min(std::max(timeout_seconds, 0.001), 10.0 * 365 * 24 * 3600);
   auto timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
   const uint64_t index = world().backends.size();
-  auto backend = c10::make_intrusive<MatexBackend>(comm, group_rank, group_size, timeout, group_name, index);
+  auto backend =
+      c10::make_intrusive<MatexBackend>(comm, group_rank, group_size, std::move(members), timeout, group_name, index);
   world().backends.push_back({c10::weak_intrusive_ptr<MatexBackend>(backend), nullptr});
   return backend;
 }

@@ -51,6 +51,9 @@ Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited) {
   streaming_min_bytes_ = config_.get_bytes("MATEX_STREAMING_MIN_BYTES");
   for (std::string& choice : choice_) choice = "auto";
   choice_[collective_index(MATEX_COLL_ALLREDUCE)] = config_.get_string("MATEX_ALLREDUCE_ALGO");
+  check_calls_ = config_.get_string("MATEX_CHECK_CALLS");
+  timeout_seconds_ = config_.get_seconds("MATEX_TIMEOUT_SECONDS");
+  check_pace_ = node_has_dedicated_cores() ? BackoffPace::for_dedicated_cores() : BackoffPace::for_shared_cores();
 
   context_.layout = &layout_;
   context_.world = world_.get();
@@ -206,7 +209,8 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   require_buffer(recv, count, "recvbuf");
   size_t bytes = checked_bytes(count, dtype, "count");
   if (is_device_memory(send) || is_device_memory(recv)) {
-    run_collective([&] { last_[MATEX_COLL_ALLREDUCE] = device_->allreduce(*this, send, recv, count, dtype, op); });
+    run_collective(reduction_call(CallKind::kAllreduce, count, dtype, op),
+                   [&] { last_[MATEX_COLL_ALLREDUCE] = device_->allreduce(*this, send, recv, count, dtype, op); });
     return;
   }
   int chosen = select_allreduce(context_, choice_[MATEX_COLL_ALLREDUCE], bytes, send == recv, thresholds_);
@@ -218,14 +222,15 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   const bool cold = hints.cold_output && send != recv;
   const AllreduceAlgorithm& algorithm = allreduce_registry()[chosen];
   last_[MATEX_COLL_ALLREDUCE] = algorithm.name;
-  run_collective([&] {
+  const bool compared_inside_node = shm_ != nullptr && std::string(algorithm.name) != "flat";
+  run_collective(reduction_call(CallKind::kAllreduce, count, dtype, op), [&] {
     // Even with count 0 the hierarchical algorithms meet their local peers, so
     // a rank whose count differs is told rather than silently skipped.
     // In place, the output lines were just read and are in cache: no read-for-ownership to save.
     const bool streaming = send != recv && (bytes >= streaming_min_bytes_ || cold);
     AllreduceArgs args{send, recv, count, dtype, op, chosen, sequence_, streaming};
     algorithm.run(context_, args);
-  });
+  }, compared_inside_node);
 }
 
 bool Communicator::fuses_without_copies() const {
@@ -253,13 +258,13 @@ void Communicator::allreduce_pieces(const std::vector<BufferPiece>& pieces, mate
   const size_t bytes = checked_bytes(count, dtype, "count");
   const int chosen = find_allreduce("rs_ar_ag");
   last_[MATEX_COLL_ALLREDUCE] = allreduce_registry()[chosen].name;
-  run_collective([&] {
+  run_collective(reduction_call(CallKind::kAllreduce, count, dtype, op), [&] {
     const bool streaming = !any_in_place && (bytes >= streaming_min_bytes_ || hints.cold_output);
     AllreduceArgs args{nullptr, nullptr, count, dtype, op, chosen, sequence_, streaming};
     args.pieces = pieces.data();
     args.piece_count = pieces.size();
     allreduce_rs_ar_ag(context_, args);
-  });
+  }, shm_ != nullptr);
 }
 
 void Communicator::broadcast(void* buffer, size_t count, matex_dtype_t dtype, int root) {
@@ -271,12 +276,13 @@ void Communicator::broadcast(void* buffer, size_t count, matex_dtype_t dtype, in
                                            std::to_string(layout_.world_size - 1) + ")");
   }
   if (is_device_memory(buffer)) {
-    run_collective([&] { last_[MATEX_COLL_BROADCAST] = device_->broadcast(*this, buffer, count, dtype, root); });
+    run_collective(rooted_call(CallKind::kBroadcast, count, dtype, root),
+                   [&] { last_[MATEX_COLL_BROADCAST] = device_->broadcast(*this, buffer, count, dtype, root); });
     return;
   }
   std::string chosen = select_broadcast(context_, choice_[MATEX_COLL_BROADCAST]);
   last_[MATEX_COLL_BROADCAST] = chosen == "hier" ? "hier" : "flat";
-  run_collective([&] {
+  run_collective(rooted_call(CallKind::kBroadcast, count, dtype, root), [&] {
     if (count == 0) return;
     if (chosen == "hier") broadcast_hierarchical(context_, buffer, count, dtype, root);
     else broadcast_flat(context_, buffer, count, dtype, root);
@@ -310,15 +316,16 @@ void Communicator::allgatherv(const void* send, size_t sendcount, void* recv, co
   else require_buffer(send, sendcount, "sendbuf");
   require_buffer(recv, extent, "recvbuf");
   checked_bytes(extent, dtype, "recvcounts");
+  const CallSignature call = data_call(CallKind::kAllgather, total, dtype);
   if (is_device_memory(send) || is_device_memory(recv)) {
-    run_collective([&] {
+    run_collective(call, [&] {
       if (total == 0) return;
       last_[MATEX_COLL_ALLGATHER] = device_->allgatherv(*this, send, sendcount, recv, counts, offsets, dtype);
     });
     return;
   }
   last_[MATEX_COLL_ALLGATHER] = "flat";
-  run_collective([&] {
+  run_collective(call, [&] {
     if (total == 0) return;
     allgatherv_flat(context_, send, recv, counts, offsets, dtype);
   });
@@ -337,8 +344,9 @@ void Communicator::reduce_scatter(const void* send, void* recv, size_t recvcount
   const bool in_place = send == MATEX_IN_PLACE || (send != nullptr && send == recv);
   if (!in_place) require_buffer(send, recvcount * layout_.world_size, "sendbuf");
   require_buffer(recv, recvcount, "recvbuf");
+  const CallSignature call = reduction_call(CallKind::kReduceScatter, recvcount, dtype, op);
   if ((!in_place && is_device_memory(send)) || is_device_memory(recv)) {
-    run_collective([&] {
+    run_collective(call, [&] {
       if (recvcount == 0) return;
       last_[MATEX_COLL_REDUCE_SCATTER] =
           device_->reduce_scatter(*this, in_place ? nullptr : send, recv, recvcount, dtype, op);
@@ -346,7 +354,7 @@ void Communicator::reduce_scatter(const void* send, void* recv, size_t recvcount
     return;
   }
   last_[MATEX_COLL_REDUCE_SCATTER] = "flat";
-  run_collective([&] {
+  run_collective(call, [&] {
     if (recvcount == 0) return;
     reduce_scatter_flat(context_, in_place ? nullptr : send, recv, recvcount, dtype, op);
   });
@@ -371,11 +379,14 @@ void Communicator::allreduce_device_tensors(const std::vector<ScaledPiece>& piec
                   which + ": its buffers are not both in device memory, unlike the first tensor's");
     checked_bytes(pieces[i].count, dtype, "count");
   }
-  run_collective([&] { last_[MATEX_COLL_ALLREDUCE] = device_->allreduce_fused(*this, pieces, dtype, op); });
+  size_t total = 0;
+  for (const ScaledPiece& piece : pieces) total += piece.count;
+  run_collective(reduction_call(CallKind::kAllreduce, total, dtype, op),
+                 [&] { last_[MATEX_COLL_ALLREDUCE] = device_->allreduce_fused(*this, pieces, dtype, op); });
 }
 
 void Communicator::barrier() {
-  run_collective([&] { check_mpi(MPI_Barrier(world_.get()), "MPI_Barrier"); });
+  run_collective(CallSignature{CallKind::kBarrier}, [&] { check_mpi(MPI_Barrier(world_.get()), "MPI_Barrier"); });
 }
 
 }  // namespace matexcomm

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "algorithms/algorithms.h"
+#include "comm/call_agreement.h"
 #include "comm/device_path.h"
 #include "comm/p2p_request.h"
 #include "core/backoff.h"
@@ -124,10 +125,13 @@ class Communicator {
   bool probe_single_copy();
   static int collective_index(matex_collective_t coll);
   // Runs one collective after its arguments were checked: counts the call,
-  // refuses to run on a failed communicator, and marks the communicator failed
-  // when the collective fails midway (anything but a mismatch).
+  // refuses to run on a failed communicator, confirms that every rank makes
+  // the same `call` (MATEX_CHECK_CALLS; `compared_inside_node`: the body's
+  // shared-memory channel compares the calls itself, which is enough on one
+  // node), and marks the communicator failed when the collective fails midway
+  // (anything but a mismatch).
   template <class Body>
-  void run_collective(Body&& body);
+  void run_collective(const CallSignature& call, Body&& body, bool compared_inside_node = false);
 
   Config config_;
   UniqueComm world_;
@@ -142,6 +146,9 @@ class Communicator {
   std::string choice_[4];
   const char* last_[4] = {"", "", "", ""};  // static strings: no copy per call
   uint64_t sequence_ = 0;
+  std::string check_calls_ = "auto";  // MATEX_CHECK_CALLS
+  double timeout_seconds_ = 600;      // MATEX_TIMEOUT_SECONDS, for the call check inside a node
+  BackoffPace check_pace_ = BackoffPace::for_shared_cores();
   std::string failure_;  // non-empty once the communicator has failed
   std::unique_ptr<DevicePath> device_;  // null without CUDA
   // Point to point and sub-communicator creation each have a private

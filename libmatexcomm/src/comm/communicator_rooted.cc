@@ -62,7 +62,9 @@ void Communicator::reduce(const void* send, void* recv, size_t count, matex_dtyp
   MATEX_REQUIRE((in_place || !is_device_memory(send)) && !(is_root && is_device_memory(recv)),
                 MATEX_ERR_UNSUPPORTED, std::string("matex_reduce") + kHostOnly);
   const bool hierarchical = reduce_prefers_hierarchy(context_);
-  run_collective([&] {
+  CallSignature call = reduction_call(CallKind::kReduce, count, dtype, op);
+  call.root = root;
+  run_collective(call, [&] {
     if (count == 0) return;
     const void* input = in_place ? nullptr : send;
     if (hierarchical) reduce_hierarchical(context_, input, recv, count, dtype, op, root);
@@ -86,7 +88,7 @@ void Communicator::gather(const void* send, void* recv, size_t count, matex_dtyp
   if (is_root) require_buffer(recv, total, "recvbuf");
   MATEX_REQUIRE((in_place || !is_device_memory(send)) && !(is_root && is_device_memory(recv)),
                 MATEX_ERR_UNSUPPORTED, std::string("matex_gather") + kHostOnly);
-  run_collective([&] {
+  run_collective(rooted_call(CallKind::kGather, count, dtype, root), [&] {
     if (count == 0) return;
     gather_flat(context_, in_place ? nullptr : send, recv, count, dtype, root);
   });
@@ -126,7 +128,7 @@ void Communicator::gatherv(const void* send, size_t sendcount, void* recv, const
     }
     return LocalProblem{};
   };
-  run_collective([&] {
+  run_collective(rooted_call(CallKind::kGather, -1, dtype, root), [&] {
     agree_rooted_counts(world_.get(), root, my_count, mine, judge, "matex_gatherv");
     gatherv_flat(context_, in_place ? nullptr : send, sendcount, recv, counts, offsets, dtype, root);
   });
@@ -149,7 +151,7 @@ void Communicator::scatter(const void* send, void* recv, size_t count, matex_dty
   if (is_root) require_buffer(send, total, "sendbuf");
   MATEX_REQUIRE((in_place || !is_device_memory(recv)) && !(is_root && is_device_memory(send)),
                 MATEX_ERR_UNSUPPORTED, std::string("matex_scatter") + kHostOnly);
-  run_collective([&] {
+  run_collective(rooted_call(CallKind::kScatter, count, dtype, root), [&] {
     if (count == 0) return;
     scatter_flat(context_, send, in_place ? nullptr : recv, count, dtype, root);
   });
@@ -187,7 +189,7 @@ void Communicator::scatterv(const void* send, const size_t* sendcounts, const si
     }
     return LocalProblem{};
   };
-  run_collective([&] {
+  run_collective(rooted_call(CallKind::kScatter, -1, dtype, root), [&] {
     agree_rooted_counts(world_.get(), root, my_count, mine, judge, "matex_scatterv");
     scatterv_flat(context_, send, counts, offsets, in_place ? nullptr : recv, recvcount, dtype, root);
   });
@@ -206,7 +208,7 @@ void Communicator::alltoall(const void* send, void* recv, size_t count, matex_dt
                 "sendbuf == recvbuf: the buffers of matex_alltoall must not overlap");
   MATEX_REQUIRE(!is_device_memory(send) && !is_device_memory(recv), MATEX_ERR_UNSUPPORTED,
                 std::string("matex_alltoall") + kHostOnly);
-  run_collective([&] {
+  run_collective(data_call(CallKind::kAlltoall, count, dtype), [&] {
     if (count == 0) return;
     alltoall_flat(context_, send, recv, count, dtype);
   });
@@ -231,7 +233,7 @@ void Communicator::alltoallv(const void* send, const size_t* sendcounts, const s
     MATEX_REQUIRE(!is_device_memory(send) && !is_device_memory(recv), MATEX_ERR_UNSUPPORTED,
                   std::string("matex_alltoallv") + kHostOnly);
   });
-  run_collective([&] {
+  run_collective(data_call(CallKind::kAlltoall, -1, dtype), [&] {
     agree_alltoall_counts(world_.get(), mine.ok() ? scounts.data() : nullptr, mine.ok() ? rcounts.data() : nullptr,
                           mine, "matex_alltoallv");
     alltoallv_flat(context_, send, scounts, soffsets, recv, rcounts, roffsets, dtype);

@@ -12,13 +12,19 @@
 namespace matexcomm {
 
 template <class Body>
-void Communicator::run_collective(Body&& body) {
+void Communicator::run_collective(const CallSignature& call, Body&& body, bool compared_inside_node) {
   if (!failure_.empty()) {
     MATEX_RAISE(MATEX_ERR_COMM_FAILED, "this communicator failed earlier (" + failure_ +
                                            "); finalize it and create a new one");
   }
   ++sequence_;
   try {
+    const bool check = layout_.world_size > 1 && check_calls_ != "off" &&
+                       (check_calls_ == "on" || layout_.node_count > 1 || !compared_inside_node);
+    if (check) {
+      agree_call({world_.get(), groups_.node.get(), groups_.leaders.get(), &layout_, timeout_seconds_, check_pace_},
+                 sequence_, call);
+    }
     body();
   } catch (const Error& error) {
     if (error.status() == MATEX_ERR_MISMATCH && shm_) {

@@ -25,6 +25,11 @@ const std::vector<ConfigEntry>& config_table() {
        "Longest wait for a peer on the same node before the call fails with MATEX_ERR_TIMEOUT naming "
        "it (a peer inside an MPI call across nodes is not missing). With several nodes a timeout ends "
        "the job (MPI_Abort), since other nodes would wait forever."},
+      {"MATEX_CHECK_CALLS", ConfigType::kChoice, "auto", "auto|on|off", kUnbounded, kUnbounded, kSameOnAllRanks,
+       "Before each collective, confirm that every rank calls the same one with the same count, dtype, op "
+       "and root, so that a mismatch fails on every rank (MATEX_ERR_MISMATCH, naming the ranks) instead of "
+       "hanging, crashing or giving a wrong result. Costs one to three small MPI calls per collective. auto: on, "
+       "except for allreduces on a single node, whose shared-memory algorithms compare the calls themselves."},
       {"MATEX_STALL_WARNING_SECONDS", ConfigType::kSeconds, "60", "", 0.001, 1e6, kPerRank,
        "After this long waiting for a peer on the same node, warn once on stderr, naming it. The "
        "engine's rank 0 likewise warns about tensors that some ranks have submitted and others not."},

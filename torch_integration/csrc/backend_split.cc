@@ -1,0 +1,42 @@
+// backend_split.cc - split_group(): a new group made from some ranks of this
+// one. Cost: one matex_comm_create_from_ranks among the new group's members
+// (the others return at once). Precondition, which c10d guarantees: every
+// rank of this group calls split() with the same member list, sorted.
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+
+#include "backend.h"
+#include "world.h"
+
+namespace matex_torch {
+
+c10::intrusive_ptr<c10d::Backend::Options> MatexBackend::getBackendOptions() {
+  auto options = c10::make_intrusive<Options>("matex", timeout_);
+  options->group_name = *group_name_;
+  options->global_ranks_in_group.assign(members_.begin(), members_.end());
+  return options;
+}
+
+c10::intrusive_ptr<c10d::Backend> MatexBackend::split(const c10::intrusive_ptr<c10d::Store>& /*store*/,
+                                                      const std::vector<int>& ranks,
+                                                      const c10::intrusive_ptr<Options>& opts) {
+  require_usable();
+  std::vector<int64_t> world_ranks;
+  int new_rank = -1;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const int r = ranks[i];
+    TORCH_CHECK(r >= 0 && r < size_, "matex: split_group of group ", *group_name_, " names rank ", r,
+                ", which is not a rank of that group (it has ", size_, ")");
+    TORCH_CHECK(i == 0 || ranks[i - 1] < r, "matex: split_group of group ", *group_name_,
+                " got ranks that are not sorted and distinct");
+    if (r == rank_) new_rank = static_cast<int>(i);
+    world_ranks.push_back(members_[r]);
+  }
+  if (new_rank < 0) return nullptr;  // not a member: nothing to create here
+  const std::chrono::milliseconds timeout = opts ? effective(opts->timeout) : timeout_;
+  const std::string name = opts && !opts->group_name.empty() ? opts->group_name : *group_name_ + ":split";
+  return create_backend(new_rank, static_cast<int>(ranks.size()), world_ranks, timeout.count() / 1000.0, name);
+}
+
+}  // namespace matex_torch
