@@ -8,8 +8,18 @@ source scripts/setup.sh
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DMATEX_BUILD_TESTS=ON -DMATEX_WITH_TF=ON -DMATEX_TF_GPU_KERNELS=ON -DMATEX_WITH_TORCH=ON
 cmake --build build -j"$MATEX_JOBS"
+# The sanitizer trees build meanwhile at idle priority (SCHED_IDLE: only on
+# core time the tests leave unused, about a seventh here), then their suite runs.
+# Its own process group, so that a failing run stops the compilers too.
+setsid chrt --idle 0 tests/sanitizers/run.sh build > build/sanitizer-build.log 2>&1 &
+sanitizer_build=$!
+trap 'kill -- -"$sanitizer_build" 2>/dev/null || true' EXIT
 cd build
 # Serial: the multi-rank tests already put 4 ranks on this machine's cores.
 ctest --output-on-failure --timeout 900
 cd ..
-tests/sanitizers/run.sh
+if ! wait "$sanitizer_build"; then
+  echo "FAIL: building the sanitizer trees (build/sanitizer-build.log):"; tail -40 build/sanitizer-build.log; exit 1
+fi
+trap - EXIT
+tests/sanitizers/run.sh run

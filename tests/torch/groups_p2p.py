@@ -37,10 +37,11 @@ for ranks, group in zip(shapes, groups):
     dist.broadcast(b, src=src, group=group)
     check_equal(b, value(src, 5, torch.int32), f"broadcast on group {ranks}")
 
-# ---- split_group: even and odd ranks of the world, then a split of a split;
-# the last rank is in no split of the second call and gets no group ----
+# ---- split_group: even ranks (listed backwards: the order gives the group
+# ranks) and odd ranks of the world, then a split of a split, in which some
+# ranks are in no split and get no group ----
 assert dist.group.WORLD._get_backend(torch.device("cpu")).supports_splitting
-halves = [[r for r in range(size) if r % 2 == 0], [r for r in range(size) if r % 2 == 1]]
+halves = [[r for r in range(size) if r % 2 == 0][::-1], [r for r in range(size) if r % 2 == 1]]
 half = dist.split_group(split_ranks=halves, timeout=timedelta(seconds=60))
 mine = halves[rank % 2]
 assert dist.get_world_size(half) == len(mine) and dist.get_rank(half) == mine.index(rank), (mine, rank)
@@ -52,7 +53,7 @@ dist.all_gather(outs, value(rank, 3, torch.int16), group=half)
 for i, r in enumerate(mine):
     check_equal(outs[i], value(r, 3, torch.int16), f"all_gather on split {mine} from {r}")
 # Split the half again, by its own group ranks: its first member alone, and
-# the rest but its last member (on 3 and 4 ranks the even half is [0, 2]).
+# the rest but its last member (on 3 and 4 ranks the even half is [2, 0]).
 inner = [[0], list(range(1, len(mine) - 1))] if len(mine) > 2 else [[0]]
 quarter = dist.split_group(half, split_ranks=inner)
 position = mine.index(rank)

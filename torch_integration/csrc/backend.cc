@@ -2,6 +2,8 @@
 // that keep one tensor in place (allreduce, reduce) plus broadcast and barrier.
 #include "backend.h"
 
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
 #include <mpi.h>
@@ -27,11 +29,26 @@ void check_status(matex_status_t status, const std::string& what) {
 
 namespace {
 
+// The current CUDA stream of the tensors' device, on the calling thread
+// (streams are per thread), when the call's tensors are on a GPU.
+std::optional<c10::Stream> cuda_stream_of(const std::vector<at::Tensor>& tensors) {
+  for (const at::Tensor& tensor : tensors) {
+    if (!tensor.defined() || !tensor.is_cuda()) continue;
+    return c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(tensor.device());
+  }
+  return std::nullopt;
+}
+
 // One tensor reduced in place (a pre-multiplied sum or an op), then written
 // back to the tensor if it was reduced through a contiguous copy.
 void allreduce_in_place(matex_comm_t comm, const DenseBuffer& buffer, matex_dtype_t dtype, const Reduction& reduction,
                         const std::string& what) {
-  if (reduction.premultiplied) {
+  if (reduction.premultiplied && buffer.on_device()) {
+    // libmatexcomm's pre-multiplied sum is host-only: scale on the stream, then sum.
+    buffer.dense().mul_(reduction.factor);
+    check_status(matex_allreduce(comm, MATEX_IN_PLACE, buffer.data(), buffer.numel(), dtype, MATEX_SUM),
+                 what + " (PREMUL_SUM)");
+  } else if (reduction.premultiplied) {
     check_status(matex_allreduce_premul_sum(comm, MATEX_IN_PLACE, buffer.data(), buffer.numel(), dtype,
                                             reduction.factor),
                  what + " (PREMUL_SUM)");
@@ -85,16 +102,18 @@ MatexBackend::~MatexBackend() {
 }
 
 void MatexBackend::close() {
+  // Queued jobs may run Python callbacks (futures' then), which need the GIL,
+  // and a call on another thread may be handing work over.
+  std::optional<pybind11::gil_scoped_release> no_gil;
+  if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
   std::string broken;
   {
+    std::unique_lock<std::shared_mutex> gate(state_->gate);
     std::lock_guard<std::mutex> lock(state_->mutex);
     if (state_->closed) return;
     state_->closed = true;
     broken = state_->broken;
   }
-  // Queued jobs may run Python callbacks (futures' then), which need the GIL.
-  std::optional<pybind11::gil_scoped_release> no_gil;
-  if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
   // A late peer may still be finishing the call whose wait expired.
   if (!broken.empty() && !worker_->wait_idle(std::chrono::seconds(5))) {
     // The worker is blocked in a collective that may never end: leave it
@@ -131,12 +150,21 @@ void MatexBackend::require_usable() const {
 c10::intrusive_ptr<c10d::Work> MatexBackend::launch(c10d::OpType type, const std::string& what,
                                                     std::vector<at::Tensor> outputs,
                                                     std::chrono::milliseconds timeout, bool async_op, Body body) {
+  std::shared_lock<std::shared_mutex> gate(state_->gate);
   require_usable();
   Description description = describe(what);
+  const std::optional<c10::Stream> stream = cuda_stream_of(outputs);
   auto completion = std::make_shared<Completion>(std::move(outputs));
   matex_comm_t comm = comm_;
-  std::function<void()> job = [completion, comm, body = std::move(body)] {
+  std::function<void()> job = [completion, comm, stream, body = std::move(body)] {
     try {
+      // CUDA tensors: the collective, and the torch ops around it, run on
+      // the stream that was current where it was called, in its order.
+      std::optional<c10::StreamGuard> on_stream;
+      if (stream) {
+        on_stream.emplace(*stream);
+        check_status(matex_comm_set_cuda_stream(comm, stream->native_handle()), "setting the CUDA stream");
+      }
       body(comm);
       completion->succeed();
     } catch (...) {
@@ -216,7 +244,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::reduce(std::vector<at::Tensor>& ten
                                                     const c10d::ReduceOptions& opts) {
   TORCH_CHECK(tensors.size() == 1, "matex: reduce takes one tensor per process, got ", tensors.size());
   TORCH_CHECK(opts.rootTensor == 0, "matex: reduce takes rootTensor 0, got ", opts.rootTensor);
-  DenseBuffer buffer(tensors[0], "reduce");
+  DenseBuffer buffer(tensors[0], "reduce", /*device_ok=*/false);
   const matex_dtype_t dtype = reduction_dtype(tensors[0].scalar_type(), "reduce");
   const Reduction reduction = reduction_of(opts.reduceOp, tensors[0].scalar_type(), "reduce");
   const int root = static_cast<int>(opts.rootRank);

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -50,9 +51,10 @@ class MatexBackend : public c10d::Backend {
   void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
   c10::intrusive_ptr<Options> getBackendOptions() override;
 
-  // split_group(): c10d calls split() on every rank of this group with the
-  // new group's members (ranks of this group, sorted). Members create the
-  // new communicator among themselves; the others get nullptr at once.
+  // split_group(): c10d calls split() on every rank of this group with a
+  // split's members (ranks of this group; their order gives the new ranks).
+  // Members create the new communicator among themselves; the others get
+  // nullptr at once.
   bool supportsSplitting() const override { return true; }
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
                                           const c10::intrusive_ptr<Options>& opts) override;
@@ -128,6 +130,11 @@ class MatexBackend : public c10d::Backend {
     std::mutex mutex;
     std::string broken;  // set once a wait expired: the worker may be stuck for good
     bool closed = false;
+    // Held shared by every call while it hands its work over (or runs it
+    // inline), and exclusively by close() to mark the group closed: a call
+    // on another thread either completes its hand-over first or sees the
+    // group closed, never a worker or communicator being torn down.
+    std::shared_mutex gate;
   };
   std::shared_ptr<State> state_ = std::make_shared<State>();
 };

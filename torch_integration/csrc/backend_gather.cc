@@ -17,7 +17,7 @@ void require_parts(const std::vector<at::Tensor>& parts, const at::Tensor& like,
   TORCH_CHECK(static_cast<int>(parts.size()) == size, "matex: ", collective, " needs one tensor per rank (", size,
               "), got ", parts.size());
   for (size_t r = 0; r < parts.size(); ++r) {
-    require_host_tensor(parts[r], collective);
+    require_usable_tensor(parts[r], collective, like.device());
     TORCH_CHECK(parts[r].numel() == like.numel() && parts[r].scalar_type() == like.scalar_type(), "matex: ",
                 collective, ": tensor ", r, " is ", parts[r].scalar_type(), "[", parts[r].numel(),
                 "] but the input is ", like.scalar_type(), "[", like.numel(), "]");
@@ -43,7 +43,12 @@ void reduce_scatter_flat(matex_comm_t comm, const DenseBuffer& output, const at:
       at::get_overlap_status(output.dense(), given_input) == at::MemOverlapStatus::No ? given_input : given_input.clone();
   const matex_dtype_t dtype = reduction_dtype(input.scalar_type(), collective);
   const Reduction reduction = reduction_of(op, input.scalar_type(), collective);
-  if (reduction.premultiplied) {
+  if (reduction.premultiplied && input.is_cuda()) {
+    // libmatexcomm's pre-multiplied sum is host-only: scale on the stream, then sum.
+    const at::Tensor scaled = input * reduction.factor;
+    check_status(matex_reduce_scatter(comm, scaled.data_ptr(), output.data(), output.numel(), dtype, MATEX_SUM),
+                 std::string(collective) + " (PREMUL_SUM)");
+  } else if (reduction.premultiplied) {
     check_status(matex_reduce_scatter_premul_sum(comm, input.data_ptr(), output.data(), output.numel(), dtype,
                                                  reduction.factor),
                  std::string(collective) + " (PREMUL_SUM)");
@@ -59,7 +64,7 @@ void reduce_scatter_flat(matex_comm_t comm, const DenseBuffer& output, const at:
 c10::intrusive_ptr<c10d::Work> MatexBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                              const c10d::AllgatherOptions& opts) {
   DenseBuffer out(output, "all_gather_into_tensor");
-  require_host_tensor(input, "all_gather_into_tensor");
+  require_usable_tensor(input, "all_gather_into_tensor", output.device());
   TORCH_CHECK(output.numel() == input.numel() * size_ && output.scalar_type() == input.scalar_type(),
               "matex: all_gather_into_tensor needs an output of ", size_, " x the input's ", input.numel(),
               " elements of ", input.scalar_type(), ", got ", output.scalar_type(), "[", output.numel(), "]");
@@ -73,7 +78,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::allgather(std::vector<std::vector<a
                                                        std::vector<at::Tensor>& inputs,
                                                        const c10d::AllgatherOptions& opts) {
   TORCH_CHECK(inputs.size() == 1 && outputs.size() == 1, "matex: allgather takes one input and one output list");
-  require_host_tensor(inputs[0], "allgather");
+  require_usable_tensor(inputs[0], "allgather");
   require_parts(outputs[0], inputs[0], size_, "allgather");
   at::Tensor in = inputs[0].contiguous();
   std::vector<at::Tensor> parts = outputs[0];
@@ -94,7 +99,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::allgather_coalesced(std::vector<std
   std::vector<at::Tensor> ins;
   std::vector<at::Tensor> all_parts;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    require_host_tensor(inputs[i], "allgather_coalesced");
+    require_usable_tensor(inputs[i], "allgather_coalesced", inputs[0].device());
     require_parts(outputs[i], inputs[i], size_, "allgather_coalesced");
     ins.push_back(inputs[i].contiguous());
     all_parts.insert(all_parts.end(), outputs[i].begin(), outputs[i].end());
@@ -121,7 +126,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::allgather_into_tensor_coalesced(std
   std::vector<DenseBuffer> outs;
   std::vector<at::Tensor> ins;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    require_host_tensor(inputs[i], "allgather_into_tensor_coalesced");
+    require_usable_tensor(inputs[i], "allgather_into_tensor_coalesced", outputs[0].device());
     TORCH_CHECK(outputs[i].numel() == inputs[i].numel() * size_ && outputs[i].scalar_type() == inputs[i].scalar_type(),
                 "matex: allgather_into_tensor_coalesced: output ", i, " must hold ", size_, " x input ", i);
     outs.emplace_back(outputs[i], "allgather_into_tensor_coalesced");
@@ -137,7 +142,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::allgather_into_tensor_coalesced(std
 c10::intrusive_ptr<c10d::Work> MatexBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                   const c10d::ReduceScatterOptions& opts) {
   DenseBuffer out(output, "reduce_scatter_tensor");
-  require_host_tensor(input, "reduce_scatter_tensor");
+  require_usable_tensor(input, "reduce_scatter_tensor", output.device());
   TORCH_CHECK(input.numel() == output.numel() * size_ && output.scalar_type() == input.scalar_type(),
               "matex: reduce_scatter_tensor needs an input of ", size_, " x the output's ", output.numel(),
               " elements of ", output.scalar_type(), ", got ", input.scalar_type(), "[", input.numel(), "]");
@@ -172,7 +177,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::reduce_scatter_tensor_coalesced(std
   std::vector<DenseBuffer> outs;
   std::vector<at::Tensor> ins;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    require_host_tensor(inputs[i], "reduce_scatter_tensor_coalesced");
+    require_usable_tensor(inputs[i], "reduce_scatter_tensor_coalesced", outputs[0].device());
     TORCH_CHECK(inputs[i].numel() == outputs[i].numel() * size_ && outputs[i].scalar_type() == inputs[i].scalar_type(),
                 "matex: reduce_scatter_tensor_coalesced: input ", i, " must hold ", size_, " x output ", i);
     reduction_of(opts.reduceOp, inputs[i].scalar_type(), "reduce_scatter_tensor_coalesced");

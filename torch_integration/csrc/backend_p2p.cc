@@ -15,8 +15,9 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::post_p2p(c10d::OpType type, std::ve
   const bool sending = type == c10d::OpType::SEND;
   const char* what = sending ? "send" : "recv";
   TORCH_CHECK(tensors.size() == 1, "matex: ", what, " takes one tensor, got ", tensors.size());
+  std::shared_lock<std::shared_mutex> gate(state_->gate);
   require_usable();
-  DenseBuffer buffer(tensors[0], what);
+  DenseBuffer buffer(tensors[0], what, /*device_ok=*/false);
   const Movement movement = movement_of(tensors[0].scalar_type());
   const size_t count = buffer.numel() * movement.per_element;
   const Description description =

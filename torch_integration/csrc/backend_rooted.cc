@@ -107,7 +107,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::scatter(std::vector<at::Tensor>& ou
                                                      std::vector<std::vector<at::Tensor>>& inputs,
                                                      const c10d::ScatterOptions& opts) {
   TORCH_CHECK(outputs.size() == 1, "matex: scatter takes one output tensor");
-  DenseBuffer out(outputs[0], "scatter");
+  DenseBuffer out(outputs[0], "scatter", /*device_ok=*/false);
   const int root = static_cast<int>(opts.rootRank);
   const bool at_root = root == rank_;
   std::vector<at::Tensor> parts;
@@ -138,7 +138,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::alltoall_base(at::Tensor& output, a
                                                            std::vector<int64_t>& output_splits,
                                                            std::vector<int64_t>& input_splits,
                                                            const c10d::AllToAllOptions& opts) {
-  DenseBuffer out(output, "all_to_all_single");
+  DenseBuffer out(output, "all_to_all_single", /*device_ok=*/false);
   require_host_tensor(input, "all_to_all_single");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), "matex: all_to_all_single: output is ",
               output.scalar_type(), " but input is ", input.scalar_type());

@@ -3,6 +3,9 @@
 #include <pybind11/chrono.h>
 #include <pybind11/stl.h>
 #include <mpi.h>
+
+#include <stdexcept>
+#include <string>
 #include <torch/python.h>
 
 #include "backend.h"
@@ -40,6 +43,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       },
       "rank 0's address and a free port on it, agreed over MPI");
   m.def("shutdown", &matex_torch::shutdown, py::call_guard<py::gil_scoped_release>());
+  m.def("built_with_cuda", [] { return matex_built_with_cuda() == 1; },
+        "True when libmatexcomm's collectives take GPU buffers");
+  m.def(
+      "config",
+      [](const std::string& name) {
+        const char* value = nullptr;
+        if (matex_config_get(name.c_str(), &value) != MATEX_SUCCESS) throw std::invalid_argument(matex_last_error());
+        return std::string(value);
+      },
+      py::arg("name"), "A MATEX_* setting as libmatexcomm's table validates it (ValueError when it is invalid)");
   m.def(
       "abort_job",
       [](int code) {

@@ -5,6 +5,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/logging.h"
 #include "core/mpi_handles.h"
 
 namespace matexcomm {
@@ -38,18 +39,27 @@ CallSignature unpack(const int64_t* fields) {
   return {static_cast<CallKind>(fields[0]), fields[1], fields[2], fields[3], fields[4]};
 }
 
-// Polls `request` with the project's backoff; false when the timeout passed first.
-bool wait_request(MPI_Request* request, double timeout_seconds, BackoffPace pace) {
-  Backoff backoff(timeout_seconds, pace);
+// Polls `request` with the project's backoff. No timeout: the call check
+// must not add one where the collective itself has none (a rank may spend
+// an hour saving a checkpoint before a barrier, or wait inside MPI for
+// another node). After `warn_seconds` it warns once, naming the call.
+void wait_request(MPI_Request* request, const CallCheckComms& comms, uint64_t sequence, const CallSignature& mine,
+                  const char* whom) {
+  Backoff backoff(1e9, comms.pace);
+  bool warned = false;
   for (;;) {
     int done = 0;
     check_mpi(MPI_Test(request, &done, MPI_STATUS_IGNORE), "MPI_Test of the call check");
-    if (done) return true;
-    if (!backoff.pause()) return false;
+    if (done) return;
+    backoff.pause();
+    if (!warned && backoff.elapsed_seconds() > comms.warn_seconds) {
+      warned = true;
+      MATEX_LOG(LogLevel::kWarn, "still waiting after " + std::to_string(backoff.elapsed_seconds()) + " s for " +
+                                     whom + " to reach collective call #" + std::to_string(sequence) + " (" +
+                                     describe_call(mine) + "); is every rank calling the same collectives?");
+    }
   }
 }
-
-constexpr double kNoTimeout = 1e9;
 
 std::string rank_list(const std::vector<int>& ranks, const topo::Layout& layout) {
   std::string text;
@@ -82,12 +92,7 @@ void agree_call(const CallCheckComms& comms, uint64_t sequence, const CallSignat
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Iallreduce(both, lowest, 2 * kSignatureFields, MPI_INT64_T, MPI_MIN, comms.node, &request),
             "MPI_Iallreduce of call signatures");
-  if (!wait_request(&request, comms.timeout_seconds, comms.pace)) {
-    MATEX_RAISE(MATEX_ERR_TIMEOUT, "collective call #" + std::to_string(sequence) + " (" + describe_call(mine) +
-                                       "): a rank of this node (node " + std::to_string(layout.node_index) +
-                                       ") did not reach it within " + std::to_string(comms.timeout_seconds) +
-                                       " s; did it skip the call, or fail before it?");
-  }
+  wait_request(&request, comms, sequence, mine, "the ranks of this node");
   if (layout.node_count > 1) {
     if (comms.leaders != MPI_COMM_NULL) {
       check_mpi(MPI_Allreduce(MPI_IN_PLACE, lowest, 2 * kSignatureFields, MPI_INT64_T, MPI_MIN, comms.leaders),
@@ -95,7 +100,7 @@ void agree_call(const CallCheckComms& comms, uint64_t sequence, const CallSignat
     }
     check_mpi(MPI_Ibcast(lowest, 2 * kSignatureFields, MPI_INT64_T, 0, comms.node, &request),
               "MPI_Ibcast of call signatures");
-    wait_request(&request, kNoTimeout, comms.pace);  // the leader is inside MPI, waiting for other nodes
+    wait_request(&request, comms, sequence, mine, "the other nodes");
   }
   bool agreed = true;
   for (int i = 0; i < kSignatureFields; ++i) agreed = agreed && lowest[i] == -lowest[kSignatureFields + i];

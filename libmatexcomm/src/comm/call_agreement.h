@@ -12,16 +12,18 @@
 // MPI_Iallreduce inside the node; with several nodes also one MPI_Allreduce
 // among the node leaders and one MPI_Ibcast inside the node (2 x
 // kSignatureFields int64 each, latency-bound). On a mismatch, one
-// MPI_Allgather of the signatures names the ranks. The wait inside the node
-// has the communicator's timeout (a rank of this node that never comes is
-// missing); the waits for other nodes have none, like every wait across
-// nodes (a slow node is not a dead one). MATEX_CHECK_CALLS=off skips it.
+// MPI_Allgather of the signatures names the ranks. The waits have no
+// timeout, since the collectives they guard may have none either (a rank
+// may save a checkpoint for an hour before a barrier); after
+// MATEX_STALL_WARNING_SECONDS they warn once, naming the call.
+// MATEX_CHECK_CALLS=off skips the check.
 // Precondition: every rank calls agree_call at the same point of the same
 // collective, in the same order (the communicator's collectives do).
 #pragma once
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -55,15 +57,22 @@ struct CallSignature {
 };
 constexpr int kSignatureFields = 5;
 
-// A count of -1 (or of no dtype) is left out of the comparison.
-inline CallSignature data_call(CallKind kind, int64_t count, matex_dtype_t dtype) {
-  return {kind, count, static_cast<int64_t>(dtype)};
+// A count as a signature field: -1 stays "not compared"; counts no buffer
+// can have are capped, so that negating them stays defined.
+inline int64_t count_field(int count) { return count; }  // -1: not compared
+inline int64_t count_field(size_t count) {
+  return static_cast<int64_t>(std::min<size_t>(count, static_cast<size_t>(INT64_MAX) - 1));
+}
+template <class Count>
+CallSignature data_call(CallKind kind, Count count, matex_dtype_t dtype) {
+  return {kind, count_field(count), static_cast<int64_t>(dtype)};
 }
 inline CallSignature reduction_call(CallKind kind, size_t count, matex_dtype_t dtype, matex_op_t op) {
-  return {kind, static_cast<int64_t>(count), static_cast<int64_t>(dtype), static_cast<int64_t>(op)};
+  return {kind, count_field(count), static_cast<int64_t>(dtype), static_cast<int64_t>(op)};
 }
-inline CallSignature rooted_call(CallKind kind, int64_t count, matex_dtype_t dtype, int root) {
-  return {kind, count, static_cast<int64_t>(dtype), -1, root};
+template <class Count>
+CallSignature rooted_call(CallKind kind, Count count, matex_dtype_t dtype, int root) {
+  return {kind, count_field(count), static_cast<int64_t>(dtype), -1, root};
 }
 
 // "allreduce count=1021 dtype=float32 op=sum", "broadcast count=8 dtype=int64 root=2"
@@ -78,7 +87,7 @@ struct CallCheckComms {
   MPI_Comm node;     // the ranks of this rank's node
   MPI_Comm leaders;  // local rank 0 of every node; MPI_COMM_NULL elsewhere
   const topo::Layout* layout;
-  double timeout_seconds;
+  double warn_seconds;  // MATEX_STALL_WARNING_SECONDS
   BackoffPace pace;
 };
 void agree_call(const CallCheckComms& comms, uint64_t sequence, const CallSignature& mine);

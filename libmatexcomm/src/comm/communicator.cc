@@ -52,7 +52,7 @@ Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited) {
   for (std::string& choice : choice_) choice = "auto";
   choice_[collective_index(MATEX_COLL_ALLREDUCE)] = config_.get_string("MATEX_ALLREDUCE_ALGO");
   check_calls_ = config_.get_string("MATEX_CHECK_CALLS");
-  timeout_seconds_ = config_.get_seconds("MATEX_TIMEOUT_SECONDS");
+  stall_warning_seconds_ = config_.get_seconds("MATEX_STALL_WARNING_SECONDS");
   check_pace_ = node_has_dedicated_cores() ? BackoffPace::for_dedicated_cores() : BackoffPace::for_shared_cores();
 
   context_.layout = &layout_;

@@ -147,7 +147,8 @@ class Communicator {
   const char* last_[4] = {"", "", "", ""};  // static strings: no copy per call
   uint64_t sequence_ = 0;
   std::string check_calls_ = "auto";  // MATEX_CHECK_CALLS
-  double timeout_seconds_ = 600;      // MATEX_TIMEOUT_SECONDS, for the call check inside a node
+  double stall_warning_seconds_ = 60;  // MATEX_STALL_WARNING_SECONDS, for the call check
+  bool in_collective_ = false;         // a collective's body runs (the staged GPU path nests host calls)
   BackoffPace check_pace_ = BackoffPace::for_shared_cores();
   std::string failure_;  // non-empty once the communicator has failed
   std::unique_ptr<DevicePath> device_;  // null without CUDA

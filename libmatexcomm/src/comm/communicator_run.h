@@ -18,11 +18,21 @@ void Communicator::run_collective(const CallSignature& call, Body&& body, bool c
                                            "); finalize it and create a new one");
   }
   ++sequence_;
+  // Calls made by another collective's body (the staged GPU path's host
+  // steps) were agreed on with it.
+  const bool nested = in_collective_;
+  struct Running {
+    bool& flag;
+    bool before;
+    ~Running() { flag = before; }
+  } running{in_collective_, in_collective_};
+  in_collective_ = true;
   try {
-    const bool check = layout_.world_size > 1 && check_calls_ != "off" &&
+    const bool check = !nested && layout_.world_size > 1 && check_calls_ != "off" &&
                        (check_calls_ == "on" || layout_.node_count > 1 || !compared_inside_node);
     if (check) {
-      agree_call({world_.get(), groups_.node.get(), groups_.leaders.get(), &layout_, timeout_seconds_, check_pace_},
+      agree_call({world_.get(), groups_.node.get(), groups_.leaders.get(), &layout_, stall_warning_seconds_,
+                  check_pace_},
                  sequence_, call);
     }
     body();

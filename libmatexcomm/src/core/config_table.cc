@@ -29,7 +29,8 @@ const std::vector<ConfigEntry>& config_table() {
        "Before each collective, confirm that every rank calls the same one with the same count, dtype, op "
        "and root, so that a mismatch fails on every rank (MATEX_ERR_MISMATCH, naming the ranks) instead of "
        "hanging, crashing or giving a wrong result. Costs one to three small MPI calls per collective. auto: on, "
-       "except for allreduces on a single node, whose shared-memory algorithms compare the calls themselves."},
+       "except for allreduces on a single node, whose shared-memory algorithms compare the calls themselves "
+       "(one meeting another kind of collective on a peer then times out instead; on checks those too)."},
       {"MATEX_STALL_WARNING_SECONDS", ConfigType::kSeconds, "60", "", 0.001, 1e6, kPerRank,
        "After this long waiting for a peer on the same node, warn once on stderr, naming it. The "
        "engine's rank 0 likewise warns about tensors that some ranks have submitted and others not."},
@@ -99,6 +100,9 @@ const std::vector<ConfigEntry>& config_table() {
        "Python (pip-installed matex): 1 makes an unmodified TensorFlow script data-parallel under mpirun "
        "or srun, activating when it imports TensorFlow or Keras (docs/tensorflow.md). 0: the startup hook "
        "does nothing but read this variable."},
+      {"MATEX_TORCH_CUDA", ConfigType::kChoice, "nccl", "nccl|matex", kUnbounded, kUnbounded, kSameOnAllRanks,
+       "With MATEX_ENABLE=1 in a PyTorch job: the backend that CUDA tensors of a group taken over from gloo use; "
+       "matex sends them through libmatexcomm's device path."},
       {"MATEX_SEED", ConfigType::kInt, "0", "", -2147483648.0, 2147483647.0, kSameOnAllRanks,
        "With MATEX_ENABLE=1: the seed of Python's and NumPy's generators on every rank, and of the seeds matex "
        "hands out where plain TensorFlow would draw nondeterministic ones (no global and no op seed), so that "

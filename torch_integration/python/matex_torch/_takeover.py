@@ -1,7 +1,8 @@
 """MATEX_ENABLE=1 for existing torch.distributed jobs: a process group asked
 for with "gloo", or with no backend, gets "cpu:matex" instead: CPU tensors go
-through matex with gloo's semantics, CUDA tensors keep NCCL (the backend does
-not register for CUDA yet). Rank 0 prints one line saying so. Scripts that
+through matex with gloo's semantics, CUDA tensors keep NCCL unless
+MATEX_TORCH_CUDA=matex sends them to libmatexcomm's device path too. Rank 0
+prints one line saying so. Scripts that
 name another backend are left alone. init_process_group and new_group are
 wrapped where torch.distributed, distributed_c10d and device_mesh hold them."""
 import functools
@@ -12,7 +13,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-from . import _backend, _launcher
+from . import _backend, _launcher, _native
 
 _announced = False
 
@@ -24,14 +25,19 @@ def _device_string(cuda_backend):
     return ",".join(parts)
 
 
+def _cuda_backend():
+    """What CUDA tensors of a taken-over group use: MATEX_TORCH_CUDA."""
+    return _native.extension().config("MATEX_TORCH_CUDA")
+
+
 def translate(backend):
     """The backend string matex runs a request for `backend` as (None: unchanged)."""
     if backend is None or str(backend).lower() in ("undefined", ""):
         # torch 2.15 maps no backend to the accelerator's only, so say it all.
-        return _device_string("nccl") if torch.cuda.is_available() else None
+        return _device_string(_cuda_backend()) if torch.cuda.is_available() else None
     text = str(backend).lower()
     if text == "gloo":
-        return _device_string("nccl")
+        return _device_string(_cuda_backend())
     if ":" in text:
         pairs = [part.split(":", 1) for part in text.split(",")]
         if any(device.strip() == "cpu" and name.strip() == "gloo" for device, name in pairs):
