@@ -13,7 +13,7 @@ cmake --build build -j"$MATEX_JOBS"
 # Its own process group, so that a failing run stops the compilers too.
 setsid chrt --idle 0 tests/sanitizers/run.sh build > build/sanitizer-build.log 2>&1 &
 sanitizer_build=$!
-trap 'kill -- -"$sanitizer_build" 2>/dev/null || true' EXIT
+trap 'kill -0 "$sanitizer_build" 2>/dev/null && kill -- -"$sanitizer_build" 2>/dev/null; true' EXIT
 cd build
 # Serial: the multi-rank tests already put 4 ranks on this machine's cores.
 ctest --output-on-failure --timeout 900

@@ -22,8 +22,10 @@ build() {  # build <dir> <sanitizer>
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g" -DMATEX_BUILD_TESTS=ON -DMATEX_BUILD_BENCH=OFF \
     -DMATEX_WITH_CUDA=OFF -DMATEX_WITH_TF=OFF -DMATEX_WITH_TORCH=OFF -DCMAKE_CXX_FLAGS="-fsanitize=$2 -fno-omit-frame-pointer" \
     -DCMAKE_C_FLAGS="-fsanitize=$2" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=$2" \
-    -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=$2" > "$LOG/configure-$2.txt"
-  cmake --build "$1" -j"$JOBS" --target matex-mpi-engine matex-unit-tests > "$LOG/build-$2.txt"
+    -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=$2" > "$LOG/configure-$2.txt" ||
+    { echo "FAIL: configuring $1"; tail -40 "$LOG/configure-$2.txt"; exit 1; }
+  cmake --build "$1" -j"$JOBS" --target matex-mpi-engine matex-unit-tests > "$LOG/build-$2.txt" ||
+    { echo "FAIL: building $1"; tail -60 "$LOG/build-$2.txt"; exit 1; }
 }
 
 layouts=("2 -" "4 2,2" "4 3,1")

@@ -82,6 +82,22 @@ torch.cuda.synchronize(device)
 check_equal(got.cpu(), reference([value(r, 5000, torch.float32) for r in range(size)], "sum", torch.float32),
             "async all_reduce future")
 
+# Asynchronous on a side stream, waited for from the default stream with no
+# host synchronization: wait() must make the default stream wait for it.
+side2 = torch.cuda.Stream(device)
+with torch.cuda.stream(side2):
+    u = torch.full((1 << 22,), float(rank + 1), device=device)
+    work = dist.all_reduce(u, async_op=True)
+work.wait()
+v = u * 1  # on the default stream, after the collective
+check_equal(v.cpu(), torch.full((1 << 22,), float(size * (size + 1) // 2)), "async all_reduce waited from another stream")
+
+# List forms, through one flat buffer on the GPU.
+outs = [torch.empty(5, device=device) for _ in range(size)]
+dist.all_gather(outs, value(rank, 5, torch.float32).to(device))
+for r in range(size):
+    check_equal(outs[r].cpu(), value(r, 5, torch.float32), f"all_gather list from rank {r}")
+
 # A CPU input next to a CUDA output: refused, naming both devices.
 try:
     dist.all_gather_into_tensor(torch.empty(size * 4, device=device), torch.ones(4))

@@ -102,6 +102,8 @@ MatexBackend::~MatexBackend() {
 }
 
 void MatexBackend::close() {
+  TORCH_CHECK(!worker_ || !worker_->on_worker_thread(), "matex: process group ", *group_name_,
+              " cannot be shut down from a callback of its own work (it runs on the group's thread)");
   // Queued jobs may run Python callbacks (futures' then), which need the GIL,
   // and a call on another thread may be handing work over.
   std::optional<pybind11::gil_scoped_release> no_gil;
@@ -154,9 +156,12 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::launch(c10d::OpType type, const std
   require_usable();
   Description description = describe(what);
   const std::optional<c10::Stream> stream = cuda_stream_of(outputs);
-  auto completion = std::make_shared<Completion>(std::move(outputs));
+  auto completion = std::make_shared<Completion>(std::move(outputs), stream);
   matex_comm_t comm = comm_;
   std::function<void()> job = [completion, comm, stream, body = std::move(body)] {
+    // The torch ops of a job (copies, scaling) act on buffers, not on the
+    // autograd graph, whichever thread runs them.
+    at::NoGradGuard no_grad;
     try {
       // CUDA tensors: the collective, and the torch ops around it, run on
       // the stream that was current where it was called, in its order.
@@ -166,6 +171,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::launch(c10d::OpType type, const std
         check_status(matex_comm_set_cuda_stream(comm, stream->native_handle()), "setting the CUDA stream");
       }
       body(comm);
+      completion->record_on_stream();
       completion->succeed();
     } catch (...) {
       completion->fail(std::current_exception());
@@ -228,6 +234,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::allreduce_coalesced(std::vector<at:
   std::vector<Item> items;
   items.reserve(tensors.size());
   for (const at::Tensor& tensor : tensors) {
+    require_usable_tensor(tensor, "allreduce_coalesced", tensors.front().device());
     items.push_back({DenseBuffer(tensor, "allreduce_coalesced"),
                      reduction_dtype(tensor.scalar_type(), "allreduce_coalesced"),
                      reduction_of(opts.reduceOp, tensor.scalar_type(), "allreduce_coalesced")});

@@ -127,6 +127,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::allgather_into_tensor_coalesced(std
   std::vector<at::Tensor> ins;
   for (size_t i = 0; i < inputs.size(); ++i) {
     require_usable_tensor(inputs[i], "allgather_into_tensor_coalesced", outputs[0].device());
+    require_usable_tensor(outputs[i], "allgather_into_tensor_coalesced", outputs[0].device());
     TORCH_CHECK(outputs[i].numel() == inputs[i].numel() * size_ && outputs[i].scalar_type() == inputs[i].scalar_type(),
                 "matex: allgather_into_tensor_coalesced: output ", i, " must hold ", size_, " x input ", i);
     outs.emplace_back(outputs[i], "allgather_into_tensor_coalesced");
@@ -178,6 +179,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::reduce_scatter_tensor_coalesced(std
   std::vector<at::Tensor> ins;
   for (size_t i = 0; i < inputs.size(); ++i) {
     require_usable_tensor(inputs[i], "reduce_scatter_tensor_coalesced", outputs[0].device());
+    require_usable_tensor(outputs[i], "reduce_scatter_tensor_coalesced", outputs[0].device());
     TORCH_CHECK(inputs[i].numel() == outputs[i].numel() * size_ && outputs[i].scalar_type() == inputs[i].scalar_type(),
                 "matex: reduce_scatter_tensor_coalesced: input ", i, " must hold ", size_, " x output ", i);
     reduction_of(opts.reduceOp, inputs[i].scalar_type(), "reduce_scatter_tensor_coalesced");

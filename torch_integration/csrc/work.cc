@@ -1,6 +1,7 @@
 #include "work.h"
 
 #include <ATen/core/jit_type.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
 #include <thread>
@@ -20,7 +21,29 @@ std::string Description::text() const {
          std::to_string(rank) + " of " + std::to_string(size) + ")";
 }
 
-Completion::Completion(std::vector<at::Tensor> outputs) : outputs_(std::move(outputs)) {}
+Completion::Completion(std::vector<at::Tensor> outputs, std::optional<c10::Stream> stream)
+    : outputs_(std::move(outputs)), stream_(stream) {
+  if (stream_) {
+    future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
+                                                       std::vector<c10::Device>{stream_->device()});
+  }
+}
+
+void Completion::record_on_stream() {
+  if (!stream_) return;
+  c10::Event event(stream_->device_type());
+  event.record(*stream_);
+  std::lock_guard<std::mutex> lock(mutex_);
+  queued_.emplace(std::move(event));
+}
+
+void Completion::block_current_stream() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!queued_) return;
+  const c10::Stream current =
+      c10::impl::getDeviceGuardImpl(queued_->device_type())->getStream(queued_->device());
+  queued_->block(current);
+}
 
 void Completion::succeed() { settle(nullptr); }
 
@@ -115,8 +138,11 @@ bool MatexWork::wait(std::chrono::milliseconds timeout) {
     C10_THROW_ERROR(DistBackendError, message);
   }
   if (std::exception_ptr error = completion_->error()) std::rethrow_exception(error);
+  completion_->block_current_stream();
   return true;
 }
+
+void MatexWork::synchronize() { completion_->block_current_stream(); }
 
 c10::intrusive_ptr<c10::ivalue::Future> MatexWork::getFuture() { return completion_->future(); }
 

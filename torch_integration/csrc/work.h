@@ -5,10 +5,16 @@
 // callbacks, DDP's included, run there), then the flag wait() sleeps on. The
 // future is made only when someone asks for it (DDP does, at once; a
 // synchronous all_reduce never does), already complete if the call is over.
+// For GPU tensors the call is over once it is queued on its CUDA stream:
+// wait() then makes the caller's current stream wait for it, and the future
+// (made at once, for the device) carries the stream order to its users, as
+// NCCL's do.
 #pragma once
 
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
+#include <c10/core/Event.h>
+#include <c10/core/Stream.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <chrono>
@@ -17,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,7 +46,10 @@ struct Description {
 
 class Completion {
  public:
-  explicit Completion(std::vector<at::Tensor> outputs);
+  // `stream`: the CUDA stream a call on GPU tensors runs on. Its future is
+  // then made at once, for that device, so that it is marked complete on
+  // that stream (torch's CUDA-aware futures record their events there).
+  explicit Completion(std::vector<at::Tensor> outputs, std::optional<c10::Stream> stream = std::nullopt);
 
   void succeed();
   void fail(std::exception_ptr error);
@@ -51,6 +61,11 @@ class Completion {
   // Made on first use; complete already when the call is.
   c10::intrusive_ptr<c10::ivalue::Future> future();
   const std::vector<at::Tensor>& outputs() const { return outputs_; }
+  // A call on GPU tensors: record, on its stream, that the collective's work
+  // is queued (called by the job, after the collective); make `waiter` wait
+  // for it (wait() does, for the caller's current stream).
+  void record_on_stream();
+  void block_current_stream() const;
   void set_source(int source) { source_ = source; }
   int source() const { return source_; }
 
@@ -59,6 +74,8 @@ class Completion {
   void complete(const c10::intrusive_ptr<c10::ivalue::Future>& future, const std::exception_ptr& error);
 
   std::vector<at::Tensor> outputs_;
+  std::optional<c10::Stream> stream_;
+  std::optional<c10::Event> queued_;  // recorded on stream_ after the collective
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   mutable std::mutex mutex_;
   std::condition_variable done_changed_;
@@ -82,6 +99,8 @@ class MatexWork : public c10d::Work {
   // Waits at most `timeout` (zero: the collective's own timeout); raises
   // DistBackendError on failure or expiry.
   bool wait(std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) override;
+  // GPU calls: the caller's current stream waits for the collective.
+  void synchronize() override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   std::chrono::milliseconds getTimeout() const override { return timeout_; }
 

@@ -21,17 +21,17 @@ def _create(options, backend_options=None):
 
 
 def register():
-    """Registers the backend "matex" for CPU tensors, and for CUDA tensors
-    when libmatexcomm was built with CUDA (idempotent). Called by torch
-    through the entry point when a script asks for "matex"."""
+    """Registers the backend "matex" for CPU and CUDA tensors (idempotent).
+    Called by torch through the entry point when a script asks for "matex"."""
     global _registered
     with _lock:
         if _registered or "MATEX" in dist.Backend._plugins:
             _registered = True
             return
-        # CUDA tensors go through libmatexcomm's device path when it has one.
-        devices = ["cpu", "cuda"] if _native.extension().built_with_cuda() else ["cpu"]
-        dist.Backend.register_backend("matex", _create, extended_api=True, devices=devices)
+        # CUDA tensors go through libmatexcomm's device path; a build without
+        # CUDA refuses them, saying so. (Asking the library here would load
+        # native code at `import torch`, through the entry point.)
+        dist.Backend.register_backend("matex", _create, extended_api=True, devices=["cpu", "cuda"])
         _registered = True
 
 
