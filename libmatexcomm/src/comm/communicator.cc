@@ -51,7 +51,8 @@ Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited) {
   streaming_min_bytes_ = config_.get_bytes("MATEX_STREAMING_MIN_BYTES");
   for (std::string& choice : choice_) choice = "auto";
   choice_[collective_index(MATEX_COLL_ALLREDUCE)] = config_.get_string("MATEX_ALLREDUCE_ALGO");
-  check_calls_ = config_.get_string("MATEX_CHECK_CALLS");
+  const std::string check_calls = config_.get_string("MATEX_CHECK_CALLS");
+  check_calls_ = check_calls == "on" ? CallCheck::kOn : check_calls == "off" ? CallCheck::kOff : CallCheck::kAuto;
   stall_warning_seconds_ = config_.get_seconds("MATEX_STALL_WARNING_SECONDS");
   check_pace_ = node_has_dedicated_cores() ? BackoffPace::for_dedicated_cores() : BackoffPace::for_shared_cores();
 

@@ -146,7 +146,8 @@ class Communicator {
   std::string choice_[4];
   const char* last_[4] = {"", "", "", ""};  // static strings: no copy per call
   uint64_t sequence_ = 0;
-  std::string check_calls_ = "auto";  // MATEX_CHECK_CALLS
+  enum class CallCheck { kAuto, kOn, kOff };
+  CallCheck check_calls_ = CallCheck::kAuto;  // MATEX_CHECK_CALLS, parsed once
   double stall_warning_seconds_ = 60;  // MATEX_STALL_WARNING_SECONDS, for the call check
   bool in_collective_ = false;         // a collective's body runs (the staged GPU path nests host calls)
   BackoffPace check_pace_ = BackoffPace::for_shared_cores();
