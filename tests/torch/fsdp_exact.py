@@ -11,7 +11,7 @@ import torch.nn as nn
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 
-from torch_test_util import finish, start
+from torch_test_util import RoundingCheck, finish, start
 
 rank, size = start()
 torch.manual_seed(4321)
@@ -19,6 +19,7 @@ GLOBAL_BATCH = 24
 
 plain = nn.Sequential(nn.Linear(12, 40), nn.Tanh(), nn.Linear(40, 40), nn.Tanh(), nn.Linear(40, 5))
 model = copy.deepcopy(plain)
+exact = copy.deepcopy(plain).double()  # the rounding reference: the plain model in float64
 hybrid = size == 4
 if hybrid:
     mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("replicate", "shard"))
@@ -30,8 +31,10 @@ for layer in model:
 fully_shard(model, mesh=mesh)
 opt = torch.optim.Adam(model.parameters(), lr=1e-2)
 plain_opt = torch.optim.Adam(plain.parameters(), lr=1e-2)
+exact_opt = torch.optim.Adam(exact.parameters(), lr=1e-2)
 loss_fn = nn.MSELoss()
 tolerance = dict(rtol=1e-5, atol=1e-6)
+rounding = RoundingCheck("fsdp_exact")
 
 for step in range(10):
     if step == 5:
@@ -43,13 +46,18 @@ for step in range(10):
     loss_fn(model(x.chunk(size)[rank]), y.chunk(size)[rank]).backward()
     plain_opt.zero_grad()
     loss_fn(plain(x), y).backward()  # the whole global batch at once
+    exact_opt.zero_grad()
+    loss_fn(exact(x.double()), y.double()).backward()
     for (name, p), (_, q) in zip(model.named_parameters(), plain.named_parameters()):
         torch.testing.assert_close(p.grad.full_tensor(), q.grad, **tolerance,
                                    msg=lambda m: f"rank {rank} step {step} grad {name}: {m}")
     opt.step()
     plain_opt.step()
+    exact_opt.step()
     for (name, p), (_, q) in zip(model.named_parameters(), plain.named_parameters()):
         torch.testing.assert_close(p.full_tensor(), q, **tolerance,
                                    msg=lambda m: f"rank {rank} step {step} weight {name}: {m}")
+    rounding.add(step, [p.full_tensor() for p in model.parameters()], plain.parameters(), exact.parameters())
 
+rounding.finish()
 finish("fsdp_exact (HSDP 2x2)" if hybrid else "fsdp_exact")

@@ -74,6 +74,51 @@ def counts(size):
     return [0, 1, 7, 13 * size + 1, 4099]
 
 
+class RoundingCheck:
+    """The rounding reference of a training test: the plain model trained
+    again beside it in float64, the same steps with other rounding. Each
+    step, the distributed model's weights must be about as close to that
+    reference as the plain float32 model's are: rounding alone puts the plain
+    model at some distance from float64 arithmetic, and summing the gradient
+    in another order (over ranks) may move the distributed model by about as
+    much again, not by more. A bug that stays under the tests' rtol (a slice
+    lost from an average, a stale bucket) shows up here, since rounding alone
+    cannot explain it. Distances are per tensor, relative to its largest
+    value, with float32's epsilon as the least noise."""
+
+    FACTOR = 4.0
+
+    def __init__(self, name):
+        self.name, self.rows = name, []
+
+    @staticmethod
+    def distance(tensors, exact):
+        worst = 0.0
+        for a, e in zip(tensors, exact):
+            a, e = a.detach().double(), e.detach()
+            if e.numel():
+                worst = max(worst, ((a - e).abs().max() / e.abs().max().clamp_min(1e-30)).item())
+        return worst
+
+    def add(self, step, distributed, plain, exact):
+        exact = list(exact)
+        self.rows.append((step, self.distance(distributed, exact), self.distance(plain, exact)))
+
+    def finish(self):
+        """Prints the table on rank 0 and fails where a step is further from
+        the reference than FACTOR times the plain model's rounding noise."""
+        floor = torch.finfo(torch.float32).eps
+        if dist.get_rank() == 0:
+            print(f"{self.name}: distance from the float64 reference, distributed vs plain float32 (the noise)")
+            for step, d, n in self.rows:
+                print(f"  step {step:2d}  distributed {d:.2e}  plain {n:.2e}  ratio {d / max(n, floor):.2f}")
+        for step, d, n in self.rows:
+            if d > self.FACTOR * max(n, floor):
+                raise AssertionError(f"rank {dist.get_rank()} {self.name} step {step}: the weights are {d:.2e} "
+                                     f"from the float64 reference, more than {self.FACTOR:g}x the plain model's "
+                                     f"rounding noise {n:.2e}: not a rounding difference")
+
+
 def finish(name):
     dist.barrier()
     if dist.get_rank() == 0:
