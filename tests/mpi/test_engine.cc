@@ -12,7 +12,9 @@
 //   - bad submissions are refused without queuing anything;
 //   - destroying the engine fails what is still pending with "shut down";
 //   - a rank that submits late is named in rank 0's warning, and a tensor it
-//     never submits fails on the others after MATEX_STALL_SHUTDOWN_SECONDS.
+//     never submits fails on the others after MATEX_STALL_SHUTDOWN_SECONDS;
+//   - an idle engine slows its cycle to MATEX_IDLE_CYCLE_MS, and tensors
+//     submitted after the pause still match.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -760,6 +762,52 @@ TEST(EngineStalls, ALateRankIsNamedAndAMissingTensorFails) {
     errors += log.find(named) == std::string::npos;
   }
   agree_no_errors(errors, "stalls");
+}
+
+// After a second's worth of cycles with nothing pending anywhere (here 200
+// cycles of 5 ms), the engines meet every MATEX_IDLE_CYCLE_MS (here 200 ms);
+// tensors submitted after such a pause, the ranks arriving one by one, still
+// match (a cached name and a new one).
+TEST(EngineIdle, ThePauseSlowsTheCycleAndTheNextTensorsStillMatch) {
+  ScopedEnv cycle("MATEX_CYCLE_MS", "5");
+  ScopedEnv idle_cycle("MATEX_IDLE_CYCLE_MS", "200");
+  matex_engine_t engine = nullptr;
+  ASSERT_EQ(matex_engine_create(test_comm(), &engine), MATEX_SUCCESS) << matex_last_error();
+  const size_t kCount = 13;
+  std::vector<float> in(kCount), out(kCount);
+  long long errors = 0;
+  auto run = [&](const char* name, int step) {
+    for (size_t j = 0; j < kCount; ++j) in[j] = static_cast<float>(input_value(step, j, world_rank()));
+    std::fill(out.begin(), out.end(), -1.0f);
+    matex_tensor_op_t op = float_sum(name, in.data(), out.data(), kCount);
+    matex_request_t request = nullptr;
+    ASSERT_EQ(matex_engine_submit(engine, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
+    const matex_status_t status = matex_request_wait(request);
+    EXPECT_EQ(status, MATEX_SUCCESS) << name << ": " << matex_last_error();
+    errors += status != MATEX_SUCCESS;
+    matex_request_free(&request);
+    for (size_t j = 0; j < kCount; ++j) {
+      double want = 0;
+      for (int r = 0; r < world_size(); ++r) want += static_cast<double>(input_value(step, j, r));
+      errors += out[j] != static_cast<float>(want);
+    }
+  };
+  run("idle/warm", 0);
+  // 1.5 s without work: the last 0.3 s holds at most a few 200-ms cycles (5-ms ones would be 60).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  matex_engine_stats_t before{}, after{};
+  ASSERT_EQ(matex_engine_stats(engine, &before), MATEX_SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(matex_engine_stats(engine, &after), MATEX_SUCCESS);
+  const uint64_t idle_cycles = after.cycles - before.cycles;
+  EXPECT_LE(idle_cycles, 10u) << "the engine kept cycling while every rank was idle";
+  errors += idle_cycles > 10;
+  // The ranks come back 40 ms apart, with a cached name and then a new one.
+  std::this_thread::sleep_for(std::chrono::milliseconds(40 * world_rank()));
+  run("idle/warm", 1);
+  run("idle/new", 2);
+  EXPECT_EQ(matex_engine_destroy(&engine), MATEX_SUCCESS) << matex_last_error();
+  agree_no_errors(errors, "tensors after an idle pause");
 }
 
 }  // namespace

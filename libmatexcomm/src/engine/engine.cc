@@ -20,6 +20,10 @@ using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxNameBytes = 4096;
 constexpr size_t kIdleSamples = 4096;
+// Word 0 of the cycle's bit vector (MPI_BAND): every rank needs nothing but
+// cached responses; every rank has nothing pending.
+constexpr uint64_t kCachedBit = 1;
+constexpr uint64_t kIdleBit = 2;
 
 bool is_unit(double factor) { return factor == 1.0; }
 
@@ -59,6 +63,7 @@ Engine::Engine(MPI_Comm parent) : config_(Config::from_environment()) {
   pack_tensor_limit_ = config_.get_bytes("MATEX_FUSION_TENSOR_MAX_BYTES");
   fusion_tensor_limit_ = pack_tensor_limit_;
   cycle_seconds_ = static_cast<double>(config_.get_int("MATEX_CYCLE_MS")) / 1000.0;
+  idle_cycle_seconds_ = static_cast<double>(config_.get_int("MATEX_IDLE_CYCLE_MS")) / 1000.0;
   stall_warning_seconds_ = config_.get_seconds("MATEX_STALL_WARNING_SECONDS");
   stall_shutdown_seconds_ = config_.get_seconds("MATEX_STALL_SHUTDOWN_SECONDS");
   // Without copies, a big tensor costs nothing to fuse and saves its own call.
@@ -158,7 +163,8 @@ void Engine::reset_stats() {
 bool Engine::absorb_queue() {
   std::unique_lock<std::mutex> lock(mutex_);
   if (pending_.empty()) {  // with work in flight, go round again at once: others may be ready
-    wake_.wait_for(lock, std::chrono::duration<double>(cycle_seconds_), [&] { return !queue_.empty() || stopping_; });
+    wake_.wait_for(lock, std::chrono::duration<double>(next_cycle_seconds()),
+                   [&] { return !queue_.empty() || stopping_; });
   }
   for (TensorOp& op : queue_) {
     // Allgathers never use the cache: their row counts differ between ranks and steps.
@@ -195,11 +201,12 @@ std::vector<Response> Engine::negotiate(bool vote_shutdown, bool* cached) {
   // Rank 0 inspects stalls in full cycles only; while names wait, it asks for
   // one now and then (cached cycles alone would never show who is missing).
   if (coordinator_ && coordinator_->has_pending() && now >= next_inspection_) need_full = true;
-  words[0] = need_full ? 0 : 1;
+  words[0] = (need_full ? 0 : kCachedBit) | (pending_.empty() ? kIdleBit : 0);
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, words.data(), static_cast<int>(words.size()), MPI_UINT64_T, MPI_BAND,
                           control_.get()),
             "engine MPI_Allreduce of the cache bits");
-  *cached = (words[0] & 1) != 0;
+  *cached = (words[0] & kCachedBit) != 0;
+  count_idle_cycle((words[0] & kIdleBit) != 0);
   if (!*cached) return negotiate_in_full(vote_shutdown);
   std::vector<Response> responses;
   Fuser fuser(&responses, fusion_bytes_, fusion_tensor_limit_);
@@ -211,6 +218,16 @@ std::vector<Response> Engine::negotiate(bool vote_shutdown, bool* cached) {
     }
   }
   return responses;
+}
+
+void Engine::count_idle_cycle(bool every_rank_idle) {
+  // Every rank sees the same AND of the idle bits and adds the same configured
+  // cycle, so all switch to the idle cycle at the same negotiation.
+  idle_seconds_ = every_rank_idle ? idle_seconds_ + next_cycle_seconds() : 0.0;
+}
+
+double Engine::next_cycle_seconds() const {
+  return idle_seconds_ >= kIdleBackoffAfterSeconds ? std::max(cycle_seconds_, idle_cycle_seconds_) : cycle_seconds_;
 }
 
 std::vector<Response> Engine::negotiate_in_full(bool vote_shutdown) {

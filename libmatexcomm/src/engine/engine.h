@@ -8,7 +8,10 @@
 // the operations every rank has asked for, in one order, fused where possible
 // (MPI_Bcast), and every rank executes them on its own Communicator, which
 // only this thread uses. Completion sets the request's status and runs its
-// callback on the background thread.
+// callback on the background thread. Once no rank has had anything pending
+// for a second's worth of cycles, the cycle stretches to MATEX_IDLE_CYCLE_MS;
+// every rank learns this from the same cycles' bits, so all switch at the same
+// cycle.
 //
 // Errors: a tensor submitted differently by the ranks fails on every rank with
 // a message quoting each rank's spec; the engine carries on. Rank 0 warns
@@ -94,6 +97,10 @@ class Engine {
   // One round of agreement: the bit vector, and the full negotiation when needed.
   std::vector<Response> negotiate(bool vote_shutdown, bool* cached);
   std::vector<Response> negotiate_in_full(bool vote_shutdown);
+  // The wait before the next cycle: MATEX_CYCLE_MS, or MATEX_IDLE_CYCLE_MS once
+  // no rank has had anything pending for kIdleBackoffAfterSeconds of cycles.
+  double next_cycle_seconds() const;
+  void count_idle_cycle(bool every_rank_idle);
   void inspect_stalls();
   void execute(const Response& response);
   void execute_allreduce(const std::vector<TensorOp*>& ops);
@@ -119,6 +126,11 @@ class Engine {
   size_t fusion_tensor_limit_ = 0;  // the Fuser's: pack_tensor_limit_, or any size without copies
   size_t pack_tensor_limit_ = 0;    // MATEX_FUSION_TENSOR_MAX_BYTES: bigger tensors are fresh, cold gradients
   double cycle_seconds_ = 0;
+  double idle_cycle_seconds_ = 0;
+  // How long every rank has had nothing pending, counted in configured cycles
+  // (the same on every rank). Background thread only.
+  double idle_seconds_ = 0;
+  static constexpr double kIdleBackoffAfterSeconds = 1.0;
   double stall_warning_seconds_ = 0;
   double stall_shutdown_seconds_ = 0;
 
