@@ -18,11 +18,10 @@ ranks. busbw = algbw * 2(n-1)/n for allreduce, algbw * (n-1)/n for the others.
 Every result is checked outside the timed loop against its exact value
 (rank r contributes (r+1)*((i % 251)+1)); any wrong result exits with 1.
 
-torch's flight recorder is on by default: gloo records each collective
-itself, and torch attaches a recording hook to out-of-tree backends such as
-matex; either way every call gathers a Python traceback, a few microseconds
-that dominate small messages. TORCH_FR_BUFFER_SIZE=0 (pass it to every rank:
-mpirun -x TORCH_FR_BUFFER_SIZE) turns it off for both; the header says which.
+torch's flight recorder is on by default: gloo and matex record each
+collective themselves (a Python traceback and one entry, about a microsecond).
+TORCH_FR_BUFFER_SIZE=0 (pass it to every rank: mpirun -x TORCH_FR_BUFFER_SIZE)
+turns it off for both; the header says which.
 Finds matex_torch installed, or in --build-dir (default build/) python/.
 """
 import argparse

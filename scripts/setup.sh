@@ -4,7 +4,8 @@
 set -euo pipefail
 
 MATEX_APT_PACKAGES=(cmake g++ make pkg-config openmpi-bin libopenmpi-dev libhwloc-dev hwloc
-                    googletest libgtest-dev libbenchmark-dev python3 python3-pip)
+                    googletest libgtest-dev libbenchmark-dev python3 python3-pip
+                    nlohmann-json3-dev)  # torch's flight-recorder header needs it (torch_integration)
 
 missing=()
 for package in "${MATEX_APT_PACKAGES[@]}"; do

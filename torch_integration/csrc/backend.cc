@@ -69,7 +69,8 @@ MatexBackend::MatexBackend(matex_comm_t comm, int rank, int size, std::vector<in
       index_(index),
       timeout_(timeout),
       worker_(std::make_unique<GroupWorker>()),
-      p2p_(std::make_unique<P2pProgress>()) {}
+      p2p_(std::make_unique<P2pProgress>()),
+      flight_(index_, members_) {}
 
 MatexBackend::~MatexBackend() {
   {
@@ -150,15 +151,18 @@ void MatexBackend::require_usable() const {
 
 
 c10::intrusive_ptr<c10d::Work> MatexBackend::launch(c10d::OpType type, const std::string& what,
+                                                    const std::vector<at::Tensor>& inputs,
                                                     std::vector<at::Tensor> outputs,
                                                     std::chrono::milliseconds timeout, bool async_op, Body body) {
   std::shared_lock<std::shared_mutex> gate(state_->gate);
   require_usable();
   Description description = describe(what);
+  const std::chrono::milliseconds limit = effective(timeout);
+  FlightEntry flight = flight_.record(*this, what, inputs, outputs, limit, /*p2p=*/false);
   const std::optional<c10::Stream> stream = cuda_stream_of(outputs);
   auto completion = std::make_shared<Completion>(std::move(outputs), stream);
   matex_comm_t comm = comm_;
-  std::function<void()> job = [completion, comm, stream, body = std::move(body)] {
+  std::function<void()> job = [completion, comm, stream, flight, body = std::move(body)]() mutable {
     // The torch ops of a job (copies, scaling) act on buffers, not on the
     // autograd graph, whichever thread runs them.
     at::NoGradGuard no_grad;
@@ -170,14 +174,15 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::launch(c10d::OpType type, const std
         on_stream.emplace(*stream);
         check_status(matex_comm_set_cuda_stream(comm, stream->native_handle()), "setting the CUDA stream");
       }
+      flight.started();
       body(comm);
       completion->record_on_stream();
+      flight.completed();
       completion->succeed();
     } catch (...) {
       completion->fail(std::current_exception());
     }
   };
-  const std::chrono::milliseconds limit = effective(timeout);
   if (worker_->on_worker_thread()) {
     // Called from a callback of an earlier Work's future, which runs on the
     // worker after its job: the communicator is free, and queueing would
@@ -218,7 +223,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::allreduce(std::vector<at::Tensor>& 
   DenseBuffer buffer(tensors[0], "allreduce");
   const matex_dtype_t dtype = reduction_dtype(tensors[0].scalar_type(), "allreduce");
   const Reduction reduction = reduction_of(opts.reduceOp, tensors[0].scalar_type(), "allreduce");
-  return launch(c10d::OpType::ALLREDUCE, "allreduce", tensors, opts.timeout, opts.asyncOp,
+  return launch(c10d::OpType::ALLREDUCE, "allreduce", tensors, tensors, opts.timeout, opts.asyncOp,
                 [buffer, dtype, reduction](matex_comm_t comm) {
                   allreduce_in_place(comm, buffer, dtype, reduction, "allreduce");
                 });
@@ -239,7 +244,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::allreduce_coalesced(std::vector<at:
                      reduction_dtype(tensor.scalar_type(), "allreduce_coalesced"),
                      reduction_of(opts.reduceOp, tensor.scalar_type(), "allreduce_coalesced")});
   }
-  return launch(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, opts.timeout, opts.asyncOp,
+  return launch(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, tensors, opts.timeout, opts.asyncOp,
                 [items](matex_comm_t comm) {
                   for (const Item& item : items) {
                     allreduce_in_place(comm, item.buffer, item.dtype, item.reduction, "allreduce_coalesced");
@@ -256,7 +261,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::reduce(std::vector<at::Tensor>& ten
   const Reduction reduction = reduction_of(opts.reduceOp, tensors[0].scalar_type(), "reduce");
   const int root = static_cast<int>(opts.rootRank);
   const bool at_root = root == rank_;
-  return launch(c10d::OpType::REDUCE, "reduce", tensors, opts.timeout, opts.asyncOp,
+  return launch(c10d::OpType::REDUCE, "reduce", tensors, tensors, opts.timeout, opts.asyncOp,
                 [buffer, dtype, reduction, root, at_root](matex_comm_t comm) {
                   // A pre-multiplied sum: scale a copy of the input, then sum.
                   at::Tensor scaled = reduction.premultiplied ? buffer.dense() * reduction.factor : at::Tensor();
@@ -276,7 +281,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::broadcast(std::vector<at::Tensor>& 
   DenseBuffer buffer(tensors[0], "broadcast");
   const Movement movement = movement_of(tensors[0].scalar_type());
   const int root = static_cast<int>(opts.rootRank);
-  return launch(c10d::OpType::BROADCAST, "broadcast", tensors, opts.timeout, opts.asyncOp,
+  return launch(c10d::OpType::BROADCAST, "broadcast", tensors, tensors, opts.timeout, opts.asyncOp,
                 [buffer, movement, root](matex_comm_t comm) {
                   check_status(matex_broadcast(comm, buffer.data(), buffer.numel() * movement.per_element,
                                                movement.dtype, root),
@@ -286,7 +291,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::broadcast(std::vector<at::Tensor>& 
 }
 
 c10::intrusive_ptr<c10d::Work> MatexBackend::barrier(const c10d::BarrierOptions& opts) {
-  return launch(c10d::OpType::BARRIER, "barrier", {}, opts.timeout, opts.asyncOp,
+  return launch(c10d::OpType::BARRIER, "barrier", {}, {}, opts.timeout, opts.asyncOp,
                 [](matex_comm_t comm) { check_status(matex_barrier(comm), "barrier"); });
 }
 

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "flight_record.h"
 #include "group_worker.h"
 #include "p2p_progress.h"
 #include "work.h"
@@ -109,8 +110,10 @@ class MatexBackend : public c10d::Backend {
 
  private:
   using Body = std::function<void(matex_comm_t)>;
-  // Queues (or runs inline) one collective; `outputs` are what its future holds.
-  c10::intrusive_ptr<c10d::Work> launch(c10d::OpType type, const std::string& what, std::vector<at::Tensor> outputs,
+  // Queues (or runs inline) one collective; `outputs` are what its future
+  // holds, `inputs` what it reads (for the flight recorder).
+  c10::intrusive_ptr<c10d::Work> launch(c10d::OpType type, const std::string& what,
+                                        const std::vector<at::Tensor>& inputs, std::vector<at::Tensor> outputs,
                                         std::chrono::milliseconds timeout, bool async_op, Body body);
   c10::intrusive_ptr<c10d::Work> post_p2p(c10d::OpType type, std::vector<at::Tensor>& tensors, int peer, int tag);
   std::chrono::milliseconds effective(std::chrono::milliseconds timeout) const;
@@ -124,6 +127,7 @@ class MatexBackend : public c10d::Backend {
   std::chrono::milliseconds timeout_;
   std::unique_ptr<GroupWorker> worker_;
   std::unique_ptr<P2pProgress> p2p_;
+  FlightRecord flight_;
   std::atomic<uint64_t> sequence_{0};
   // Shared with the Works, which may outlive the backend.
   struct State {

@@ -70,7 +70,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::_allgather_base(at::Tensor& output,
               " elements of ", input.scalar_type(), ", got ", output.scalar_type(), "[", output.numel(), "]");
   at::Tensor in = input.contiguous();
   const int rank = rank_;
-  return launch(c10d::OpType::_ALLGATHER_BASE, "all_gather_into_tensor", {output}, opts.timeout, opts.asyncOp,
+  return launch(c10d::OpType::_ALLGATHER_BASE, "all_gather_into_tensor", {input}, {output}, opts.timeout, opts.asyncOp,
                 [out, in, rank](matex_comm_t comm) { gather_flat(comm, rank, out, in); });
 }
 
@@ -84,7 +84,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::allgather(std::vector<std::vector<a
   std::vector<at::Tensor> parts = outputs[0];
   const int rank = rank_;
   const int size = size_;
-  return launch(c10d::OpType::ALLGATHER, "allgather", parts, opts.timeout, opts.asyncOp,
+  return launch(c10d::OpType::ALLGATHER, "allgather", inputs, parts, opts.timeout, opts.asyncOp,
                 [in, parts, rank, size](matex_comm_t comm) {
                   at::Tensor flat = at::empty({size, in.numel()}, in.options());
                   gather_flat(comm, rank, DenseBuffer(flat, "allgather"), in.reshape({-1}));
@@ -106,7 +106,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::allgather_coalesced(std::vector<std
   }
   const int rank = rank_;
   const int size = size_;
-  return launch(c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", all_parts, opts.timeout, opts.asyncOp,
+  return launch(c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", inputs, all_parts, opts.timeout, opts.asyncOp,
                 [ins, all_parts, rank, size](matex_comm_t comm) {
                   for (size_t i = 0; i < ins.size(); ++i) {
                     at::Tensor flat = at::empty({size, ins[i].numel()}, ins[i].options());
@@ -134,7 +134,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::allgather_into_tensor_coalesced(std
     ins.push_back(inputs[i].contiguous());
   }
   const int rank = rank_;
-  return launch(c10d::OpType::COALESCED, "allgather_into_tensor_coalesced", outputs, opts.timeout, opts.asyncOp,
+  return launch(c10d::OpType::COALESCED, "allgather_into_tensor_coalesced", inputs, outputs, opts.timeout, opts.asyncOp,
                 [outs, ins, rank](matex_comm_t comm) {
                   for (size_t i = 0; i < ins.size(); ++i) gather_flat(comm, rank, outs[i], ins[i]);
                 });
@@ -150,7 +150,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::_reduce_scatter_base(at::Tensor& ou
   reduction_of(opts.reduceOp, input.scalar_type(), "reduce_scatter_tensor");  // reject bad ops here, not later
   at::Tensor in = input.contiguous();
   const c10d::ReduceOp op = opts.reduceOp;
-  return launch(c10d::OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor", {output}, opts.timeout, opts.asyncOp,
+  return launch(c10d::OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor", {input}, {output}, opts.timeout, opts.asyncOp,
                 [out, in, op](matex_comm_t comm) { reduce_scatter_flat(comm, out, in, op, "reduce_scatter_tensor"); });
 }
 
@@ -163,7 +163,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::reduce_scatter(std::vector<at::Tens
   reduction_of(opts.reduceOp, outputs[0].scalar_type(), "reduce_scatter");
   std::vector<at::Tensor> parts = inputs[0];
   const c10d::ReduceOp op = opts.reduceOp;
-  return launch(c10d::OpType::REDUCE_SCATTER, "reduce_scatter", outputs, opts.timeout, opts.asyncOp,
+  return launch(c10d::OpType::REDUCE_SCATTER, "reduce_scatter", inputs[0], outputs, opts.timeout, opts.asyncOp,
                 [out, parts, op](matex_comm_t comm) {
                   std::vector<at::Tensor> flat_parts;
                   for (const at::Tensor& part : parts) flat_parts.push_back(part.reshape({-1}));
@@ -187,7 +187,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::reduce_scatter_tensor_coalesced(std
     ins.push_back(inputs[i].contiguous());
   }
   const c10d::ReduceOp op = opts.reduceOp;
-  return launch(c10d::OpType::COALESCED, "reduce_scatter_tensor_coalesced", outputs, opts.timeout, opts.asyncOp,
+  return launch(c10d::OpType::COALESCED, "reduce_scatter_tensor_coalesced", inputs, outputs, opts.timeout, opts.asyncOp,
                 [outs, ins, op](matex_comm_t comm) {
                   for (size_t i = 0; i < ins.size(); ++i) {
                     reduce_scatter_flat(comm, outs[i], ins[i], op, "reduce_scatter_tensor_coalesced");

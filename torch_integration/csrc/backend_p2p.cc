@@ -29,10 +29,14 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::post_p2p(c10d::OpType type, std::ve
       sending ? matex_isend(comm_, buffer.data(), count, movement.dtype, peer, tag, &request)
               : matex_irecv(comm_, buffer.data(), count, movement.dtype, peer, tag, &request);
   check_status(status, description.text());
+  FlightEntry flight = flight_.record(*this, what, sending ? tensors : std::vector<at::Tensor>{},
+                                      sending ? std::vector<at::Tensor>{} : tensors, timeout_, /*p2p=*/true);
+  flight.started();
   auto completion = std::make_shared<Completion>(tensors);
   // The callback holds the buffer (a send's contiguous copy too) until MPI is done with it.
-  p2p_->watch(request, completion, description.text(), [buffer, sending] {
+  p2p_->watch(request, completion, description.text(), [buffer, sending, flight]() mutable {
     if (!sending) buffer.write_back();
+    flight.completed();
   });
   return c10::make_intrusive<MatexWork>(rank_, type, completion, timeout_, description, nullptr);
 }

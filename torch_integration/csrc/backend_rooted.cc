@@ -65,7 +65,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::gather(std::vector<std::vector<at::
   }
   at::Tensor in = inputs[0].contiguous();
   const int size = size_;
-  return launch(c10d::OpType::GATHER, "gather", parts, opts.timeout, opts.asyncOp,
+  return launch(c10d::OpType::GATHER, "gather", inputs, parts, opts.timeout, opts.asyncOp,
                 [in, parts, root, at_root, size](matex_comm_t comm) {
                   const Movement movement = movement_of(in.scalar_type());
                   at::Tensor flat = at_root ? at::empty({size, in.numel()}, in.options()) : at::Tensor();
@@ -91,7 +91,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::gather_into_tensor(at::Tensor& outp
   }
   at::Tensor in = input.contiguous();
   at::Tensor out = at_root ? output : at::Tensor();
-  return launch(c10d::OpType::GATHER, "gather_into_tensor", outs, opts.timeout, opts.asyncOp,
+  return launch(c10d::OpType::GATHER, "gather_into_tensor", {input}, outs, opts.timeout, opts.asyncOp,
                 [in, out, root, at_root](matex_comm_t comm) {
                   const Movement movement = movement_of(in.scalar_type());
                   at::Tensor dense = at_root ? out.contiguous() : at::Tensor();
@@ -123,7 +123,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::scatter(std::vector<at::Tensor>& ou
     }
   }
   const at::ScalarType type = outputs[0].scalar_type();
-  return launch(c10d::OpType::SCATTER, "scatter", outputs, opts.timeout, opts.asyncOp,
+  return launch(c10d::OpType::SCATTER, "scatter", parts, outputs, opts.timeout, opts.asyncOp,
                 [out, parts, root, at_root, type](matex_comm_t comm) {
                   const Movement movement = movement_of(type);
                   at::Tensor flat = at_root ? at::cat(parts) : at::Tensor();
@@ -148,7 +148,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::alltoall_base(at::Tensor& output, a
       split_counts(output_splits, output, size_, movement.per_element, "output_split_sizes");
   at::Tensor in = input.contiguous();
   if (at::get_overlap_status(out.dense(), in) != at::MemOverlapStatus::No) in = in.clone();  // no aliasing
-  return launch(c10d::OpType::ALLTOALL_BASE, "all_to_all_single", {output}, opts.timeout, opts.asyncOp,
+  return launch(c10d::OpType::ALLTOALL_BASE, "all_to_all_single", {input}, {output}, opts.timeout, opts.asyncOp,
                 [out, in, movement, send_counts, recv_counts](matex_comm_t comm) {
                   check_status(matex_alltoallv(comm, in.data_ptr(), send_counts.data(), nullptr, out.data(),
                                                recv_counts.data(), nullptr, movement.dtype),
@@ -173,7 +173,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::alltoall(std::vector<at::Tensor>& o
     ins.push_back(inputs[r].reshape({-1}));
   }
   std::vector<at::Tensor> outs = outputs;
-  return launch(c10d::OpType::ALLTOALL, "all_to_all", outputs, opts.timeout, opts.asyncOp,
+  return launch(c10d::OpType::ALLTOALL, "all_to_all", inputs, outputs, opts.timeout, opts.asyncOp,
                 [ins, outs, type](matex_comm_t comm) {
                   const Movement movement = movement_of(type);
                   std::vector<size_t> send_counts, recv_counts;

@@ -43,6 +43,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       },
       "rank 0's address and a free port on it, agreed over MPI");
   m.def("shutdown", &matex_torch::shutdown, py::call_guard<py::gil_scoped_release>());
+  m.def("set_native_flight_recording", &matex_torch::FlightRecord::set_native, py::arg("on"),
+        "Whether backends created from now on record their calls in torch's flight recorder themselves");
   m.def("built_with_cuda", [] { return matex_built_with_cuda() == 1; },
         "True when libmatexcomm's collectives take GPU buffers");
   m.def(

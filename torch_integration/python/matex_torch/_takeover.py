@@ -22,7 +22,9 @@ def _device_string(cuda_backend):
     parts = ["cpu:matex"]
     if cuda_backend and torch.cuda.is_available():
         parts.append(f"cuda:{cuda_backend}")
-    return ",".join(parts)
+    used = ",".join(parts)
+    _backend.share_process_groups(used)
+    return used
 
 
 def _cuda_backend():
@@ -41,8 +43,10 @@ def translate(backend):
     if ":" in text:
         pairs = [part.split(":", 1) for part in text.split(",")]
         if any(device.strip() == "cpu" and name.strip() == "gloo" for device, name in pairs):
-            return ",".join(f"{device.strip()}:{'matex' if device.strip() == 'cpu' and name.strip() == 'gloo' else name.strip()}"
+            used = ",".join(f"{device.strip()}:{'matex' if device.strip() == 'cpu' and name.strip() == 'gloo' else name.strip()}"
                             for device, name in pairs)
+            _backend.share_process_groups(used)
+            return used
     return None
 
 
