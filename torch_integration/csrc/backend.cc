@@ -70,7 +70,7 @@ MatexBackend::MatexBackend(matex_comm_t comm, int rank, int size, std::vector<in
       timeout_(timeout),
       worker_(std::make_unique<GroupWorker>()),
       p2p_(std::make_unique<P2pProgress>()),
-      flight_(index_, members_) {}
+      flight_(index_, members_, members_[rank]) {}
 
 MatexBackend::~MatexBackend() {
   {
@@ -158,7 +158,8 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::launch(c10d::OpType type, const std
   require_usable();
   Description description = describe(what);
   const std::chrono::milliseconds limit = effective(timeout);
-  FlightEntry flight = flight_.record(*this, what, inputs, outputs, limit, /*p2p=*/false);
+  FlightEntry flight = flight_.record(*this, FlightRecord::collective_name(what), description.sequence, inputs,
+                                      outputs, limit, /*p2p=*/false);
   const std::optional<c10::Stream> stream = cuda_stream_of(outputs);
   auto completion = std::make_shared<Completion>(std::move(outputs), stream);
   matex_comm_t comm = comm_;

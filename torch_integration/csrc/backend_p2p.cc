@@ -24,13 +24,17 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::post_p2p(c10d::OpType type, std::ve
       describe(std::string(what) + (sending ? " to rank " : peer == MATEX_ANY_SOURCE ? " from any rank"
                                                                                        : " from rank ") +
                (peer == MATEX_ANY_SOURCE ? std::string() : std::to_string(peer)) + " with tag " + std::to_string(tag));
+  // torch's analyzer reads the peers from the name: "send 0->1", "recv 1<-0", "recv 1<-?".
+  const std::string other = peer == MATEX_ANY_SOURCE ? std::string("?") : std::to_string(peer);
+  FlightEntry flight = flight_.record(*this, std::string(what) + " " + std::to_string(rank_) +
+                                                 (sending ? "->" : "<-") + other,
+                                      description.sequence, sending ? tensors : std::vector<at::Tensor>{},
+                                      sending ? std::vector<at::Tensor>{} : tensors, timeout_, /*p2p=*/true);
   matex_p2p_t request = nullptr;
   const matex_status_t status =
       sending ? matex_isend(comm_, buffer.data(), count, movement.dtype, peer, tag, &request)
               : matex_irecv(comm_, buffer.data(), count, movement.dtype, peer, tag, &request);
   check_status(status, description.text());
-  FlightEntry flight = flight_.record(*this, what, sending ? tensors : std::vector<at::Tensor>{},
-                                      sending ? std::vector<at::Tensor>{} : tensors, timeout_, /*p2p=*/true);
   flight.started();
   auto completion = std::make_shared<Completion>(tensors);
   // The callback holds the buffer (a send's contiguous copy too) until MPI is done with it.

@@ -1,17 +1,42 @@
 #include "flight_record.h"
 
-// The recorder's member templates are defined in this header; this file
-// instantiates the two it uses (record, retire_completed) on torch's instance.
+// The recorder's member templates are defined in this header: this file
+// compiles recordWithResetEnabled (and what it calls) for torch's instance.
 #include <torch/csrc/distributed/c10d/FlightRecorderDetail.hpp>
 
 #include <atomic>
-#include <tuple>
+#include <cstring>
 
 namespace matex_torch {
 
 namespace {
 
 std::atomic<bool> g_native{true};
+
+// matex's names for its collectives and torch's (the analyzer's) for them.
+struct CollectiveName {
+  const char* matex;
+  const char* torch;
+};
+constexpr CollectiveName kCollectiveNames[] = {
+    {"allreduce", "all_reduce"},
+    {"allreduce_coalesced", "allreduce_coalesced"},
+    {"reduce", "reduce"},
+    {"broadcast", "broadcast"},
+    {"barrier", "barrier"},
+    {"allgather", "all_gather"},
+    {"all_gather_into_tensor", "_all_gather_base"},
+    {"allgather_coalesced", "allgather_coalesced"},
+    {"allgather_into_tensor_coalesced", "all_gather_into_tensor_coalesced"},
+    {"reduce_scatter", "reduce_scatter"},
+    {"reduce_scatter_tensor", "_reduce_scatter_base"},
+    {"reduce_scatter_tensor_coalesced", "reduce_scatter_tensor_coalesced"},
+    {"gather", "gather"},
+    {"gather_into_tensor", "gather"},
+    {"scatter", "scatter"},
+    {"all_to_all", "all_to_all"},
+    {"all_to_all_single", "all_to_all_single"},
+};
 
 void set_at_least(int64_t& field, int64_t value) {
   std::atomic_ref<int64_t> slot(field);
@@ -26,25 +51,36 @@ void FlightRecord::set_native(bool on) { g_native.store(on); }
 
 bool FlightRecord::native() { return g_native.load(); }
 
-FlightRecord::FlightRecord(uint64_t index, std::vector<int> global_ranks)
+const char* FlightRecord::collective_name(const std::string& what) {
+  for (const CollectiveName& name : kCollectiveNames) {
+    if (what == name.matex) return name.torch;
+  }
+  return what.c_str();
+}
+
+FlightRecord::FlightRecord(uint64_t index, std::vector<int> global_ranks, int world_rank)
     : index_(index), global_ranks_(global_ranks.begin(), global_ranks.end()) {
   if (!native()) return;
   c10d::FlightRecorder<c10::Event>* recorder = c10d::getFlightRecorder("matex");
-  if (recorder != nullptr && recorder->enabled_) recorder_ = recorder;
+  if (recorder == nullptr || !recorder->enabled_) return;
+  recorder->setRank(world_rank);
+  recorder_ = recorder;
 }
 
-FlightEntry FlightRecord::record(const c10d::Backend& backend, const std::string& what,
+FlightEntry FlightRecord::record(const c10d::Backend& backend, const std::string& op, uint64_t op_id,
                                  const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
                                  std::chrono::milliseconds timeout, bool p2p) {
   FlightEntry entry;
   if (recorder_ == nullptr) return entry;
-  const std::tuple<std::string, std::string> group(backend.getGroupUid(), backend.getGroupDesc());
-  if (!ranks_published_.exchange(true)) recorder_->record_pg_ranks(group, global_ranks_);
+  std::call_once(named_, [&] {
+    group_ = std::make_tuple(backend.getGroupUid(), backend.getGroupDesc());
+    recorder_->record_pg_ranks(group_, global_ranks_);
+  });
   const size_t collective = p2p ? collectives_.load() : ++collectives_;
   const size_t point_to_point = p2p ? ++p2p_ : p2p_.load();
-  const size_t op = ++ops_;
-  const auto trace = recorder_->recordWithResetEnabled(index_, group, collective, point_to_point, op, "matex:" + what,
-                                                       inputs, outputs, nullptr, nullptr, timeout, status_, p2p);
+  const auto trace = recorder_->recordWithResetEnabled(index_, group_, collective, point_to_point, op_id,
+                                                       "matex:" + op, inputs, outputs, nullptr, nullptr, timeout,
+                                                       status_, p2p);
   if (!trace.id) return entry;
   entry.recorder_ = recorder_;
   entry.id_ = trace.id;

@@ -25,18 +25,22 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace matex_torch {
 
-// One recorded call. Empty (records nothing) when recording is off.
+// One recorded call. Empty (records nothing) when recording is off. Each copy
+// is used by one thread: the job, or the receive's completion, that owns it.
 class FlightEntry {
  public:
   // The collective starts running now: its duration is measured from here.
   void started();
-  // Marks the entry completed, with its duration (thread-safe, once).
+  // Marks the entry completed, with its duration (the first call only).
+  // A call that fails is never marked: its entry stays "scheduled".
   void completed();
 
  private:
@@ -53,13 +57,21 @@ class FlightEntry {
 class FlightRecord {
  public:
   // `index`: the group's number in this process; `global_ranks`: its members'
-  // world ranks in group rank order (the dump publishes them).
-  FlightRecord(uint64_t index, std::vector<int> global_ranks);
+  // world ranks in group rank order (the dump publishes them); `world_rank`:
+  // this process's (it names the dump file).
+  FlightRecord(uint64_t index, std::vector<int> global_ranks, int world_rank);
 
-  // Records a call before it runs. `backend` gives the group's name and
-  // description (torch sets them after creating the backend).
-  FlightEntry record(const c10d::Backend& backend, const std::string& what, const std::vector<at::Tensor>& inputs,
-                     const std::vector<at::Tensor>& outputs, std::chrono::milliseconds timeout, bool p2p);
+  // Records a call before it runs, as "matex:<op>", `op` being torch's name
+  // for it (collective_name() for a collective; "send 0->1", "recv 1<-0" or
+  // "recv 1<-?" for point-to-point), which torch's trace analyzer matches
+  // across ranks. `op_id` numbers the group's calls. `backend` gives the
+  // group's name and description (torch sets them after creating it).
+  FlightEntry record(const c10d::Backend& backend, const std::string& op, uint64_t op_id,
+                     const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
+                     std::chrono::milliseconds timeout, bool p2p);
+
+  // torch's name for one of matex's collectives ("allreduce" -> "all_reduce").
+  static const char* collective_name(const std::string& what);
 
   // Off for backends created afterwards (matex_torch's takeover: a group
   // whose CUDA half needs torch's hook gets its matex calls recorded there).
@@ -71,10 +83,10 @@ class FlightRecord {
   uint64_t index_;
   std::vector<uint64_t> global_ranks_;
   std::shared_ptr<c10d::ProcessGroupStatus> status_ = std::make_shared<c10d::ProcessGroupStatus>();
-  std::atomic<bool> ranks_published_{false};
+  std::once_flag named_;                         // the group's name, read and published at the first call
+  std::tuple<std::string, std::string> group_;  // (name, description)
   std::atomic<size_t> collectives_{0};
   std::atomic<size_t> p2p_{0};
-  std::atomic<size_t> ops_{0};
 };
 
 }  // namespace matex_torch

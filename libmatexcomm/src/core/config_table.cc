@@ -75,7 +75,7 @@ const std::vector<ConfigEntry>& config_table() {
        "Once no rank has had anything for the engine for a second's worth of cycles (1000 at "
        "MATEX_CYCLE_MS=1: model building, tracing, evaluation), the engines meet this often (milliseconds) "
        "instead, which spares the cores; the first tensor after such a pause waits at most this long for the "
-       "other ranks. Values up to MATEX_CYCLE_MS turn this off."},
+       "other ranks. Values up to MATEX_CYCLE_MS, or MATEX_CYCLE_MS=0, turn this off."},
       {"MATEX_STALL_SHUTDOWN_SECONDS", ConfigType::kSeconds, "0", "", 0, 1e6, kSameOnAllRanks,
        "When > 0, an engine tensor that some ranks submitted and others did not for this long fails on "
        "the ranks that submitted it, instead of waiting forever. 0: off."},

@@ -69,6 +69,8 @@ def share_process_groups(backend_string):
     if table is not None and any(name != "matex" and name not in table for name in others):
         table.discard("matex")
         _native_flight_recording = False
+        # At once, for split_group too, which creates backends without _create.
+        _native.extension().set_native_flight_recording(False)
 
 
 def is_registered():

@@ -40,6 +40,8 @@ def translate(backend):
     text = str(backend).lower()
     if text == "gloo":
         return _device_string(_cuda_backend())
+    if ":" in text and "matex" in text:
+        _backend.share_process_groups(text)  # the script mixes matex with another backend itself
     if ":" in text:
         pairs = [part.split(":", 1) for part in text.split(",")]
         if any(device.strip() == "cpu" and name.strip() == "gloo" for device, name in pairs):
