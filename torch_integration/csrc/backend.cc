@@ -158,8 +158,7 @@ c10::intrusive_ptr<c10d::Work> MatexBackend::launch(c10d::OpType type, const std
   require_usable();
   Description description = describe(what);
   const std::chrono::milliseconds limit = effective(timeout);
-  FlightEntry flight = flight_.record(*this, FlightRecord::collective_name(what), description.sequence, inputs,
-                                      outputs, limit, /*p2p=*/false);
+  FlightEntry flight = flight_.record(*this, what, description.sequence, inputs, outputs, limit, /*p2p=*/false);
   const std::optional<c10::Stream> stream = cuda_stream_of(outputs);
   auto completion = std::make_shared<Completion>(std::move(outputs), stream);
   matex_comm_t comm = comm_;

@@ -5,7 +5,6 @@
 #include <torch/csrc/distributed/c10d/FlightRecorderDetail.hpp>
 
 #include <atomic>
-#include <cstring>
 
 namespace matex_torch {
 
@@ -38,6 +37,14 @@ constexpr CollectiveName kCollectiveNames[] = {
     {"all_to_all_single", "all_to_all_single"},
 };
 
+// torch's name for one of matex's collectives ("allreduce" -> "all_reduce").
+const char* collective_name(const std::string& what) {
+  for (const CollectiveName& name : kCollectiveNames) {
+    if (what == name.matex) return name.torch;
+  }
+  return what.c_str();
+}
+
 void set_at_least(int64_t& field, int64_t value) {
   std::atomic_ref<int64_t> slot(field);
   int64_t seen = slot.load(std::memory_order_relaxed);
@@ -50,13 +57,6 @@ void set_at_least(int64_t& field, int64_t value) {
 void FlightRecord::set_native(bool on) { g_native.store(on); }
 
 bool FlightRecord::native() { return g_native.load(); }
-
-const char* FlightRecord::collective_name(const std::string& what) {
-  for (const CollectiveName& name : kCollectiveNames) {
-    if (what == name.matex) return name.torch;
-  }
-  return what.c_str();
-}
 
 FlightRecord::FlightRecord(uint64_t index, std::vector<int> global_ranks, int world_rank)
     : index_(index), global_ranks_(global_ranks.begin(), global_ranks.end()) {
@@ -79,7 +79,8 @@ FlightEntry FlightRecord::record(const c10d::Backend& backend, const std::string
   const size_t collective = p2p ? collectives_.load() : ++collectives_;
   const size_t point_to_point = p2p ? ++p2p_ : p2p_.load();
   const auto trace = recorder_->recordWithResetEnabled(index_, group_, collective, point_to_point, op_id,
-                                                       "matex:" + op, inputs, outputs, nullptr, nullptr, timeout,
+                                                       std::string("matex:") + (p2p ? op.c_str() : collective_name(op)),
+                                                       inputs, outputs, nullptr, nullptr, timeout,
                                                        status_, p2p);
   if (!trace.id) return entry;
   entry.recorder_ = recorder_;

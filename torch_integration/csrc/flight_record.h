@@ -61,17 +61,15 @@ class FlightRecord {
   // this process's (it names the dump file).
   FlightRecord(uint64_t index, std::vector<int> global_ranks, int world_rank);
 
-  // Records a call before it runs, as "matex:<op>", `op` being torch's name
-  // for it (collective_name() for a collective; "send 0->1", "recv 1<-0" or
-  // "recv 1<-?" for point-to-point), which torch's trace analyzer matches
-  // across ranks. `op_id` numbers the group's calls. `backend` gives the
-  // group's name and description (torch sets them after creating it).
+  // Records a call before it runs, as "matex:<name>" in torch's names, which
+  // its trace analyzer matches across ranks: `op` is matex's name of a
+  // collective ("allreduce" is recorded as "all_reduce"), or for
+  // point-to-point the name itself ("send 0->1", "recv 1<-0", "recv 1<-?").
+  // `op_id` numbers the group's calls. `backend` gives the group's name and
+  // description (torch sets them after creating it).
   FlightEntry record(const c10d::Backend& backend, const std::string& op, uint64_t op_id,
                      const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
                      std::chrono::milliseconds timeout, bool p2p);
-
-  // torch's name for one of matex's collectives ("allreduce" -> "all_reduce").
-  static const char* collective_name(const std::string& what);
 
   // Off for backends created afterwards (matex_torch's takeover: a group
   // whose CUDA half needs torch's hook gets its matex calls recorded there).
