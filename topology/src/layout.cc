@@ -23,11 +23,12 @@ namespace matexcomm::topo {
 namespace {
 
 // 128-byte records: "<hostname>/<boot id>" (at most 64 + 1 + 36 bytes) fits inline.
-constexpr size_t kInlineIdBytes = 112;
+constexpr size_t kInlineIdBytes = 104;
 
 struct RankRecord {
   uint64_t id_length;
   uint64_t spec_fingerprint;
+  uint64_t world_rank;  // in MPI_COMM_WORLD, which virtual nodes describe
   char id[kInlineIdBytes];
 };
 static_assert(std::is_trivially_copyable_v<RankRecord>, "sent as raw bytes");
@@ -43,6 +44,7 @@ uint64_t fingerprint(const std::string& text) {
 struct Exchanged {
   std::vector<std::string> host_ids;
   std::vector<uint64_t> spec_fingerprints;
+  std::vector<int> world_ranks;
 };
 
 Exchanged exchange_host_ids(MPI_Comm comm, int world_size, const std::string& host_id,
@@ -50,6 +52,9 @@ Exchanged exchange_host_ids(MPI_Comm comm, int world_size, const std::string& ho
   RankRecord mine{};
   mine.id_length = host_id.size();
   mine.spec_fingerprint = fingerprint(spec);
+  int world_rank = 0;
+  check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank), "MPI_Comm_rank (MPI_COMM_WORLD)");
+  mine.world_rank = static_cast<uint64_t>(world_rank);
   std::memcpy(mine.id, host_id.data(), std::min(host_id.size(), kInlineIdBytes));
   std::vector<RankRecord> all(world_size);
   check_mpi(MPI_Allgather(&mine, sizeof(RankRecord), MPI_BYTE, all.data(), sizeof(RankRecord),
@@ -63,6 +68,7 @@ Exchanged exchange_host_ids(MPI_Comm comm, int world_size, const std::string& ho
     all_inline = all_inline && record.id_length <= kInlineIdBytes;
     total_length += record.id_length;
     result.spec_fingerprints.push_back(record.spec_fingerprint);
+    result.world_ranks.push_back(static_cast<int>(record.world_rank));
   }
   if (all_inline) {
     for (const RankRecord& record : all) result.host_ids.emplace_back(record.id, record.id_length);
@@ -100,25 +106,31 @@ void require_same_spec_everywhere(const Exchanged& exchanged, const std::string&
   }
 }
 
-// Virtual nodes subdivide hosts; one that spans two hosts could not share memory.
-void assign_virtual_nodes(Layout& layout, const std::string& spec,
-                          const std::vector<std::string>& host_ids) {
-  layout.node_sizes = parse_virtual_nodes(spec, layout.world_size);
-  int rank = 0;
-  for (int node = 0; node < static_cast<int>(layout.node_sizes.size()); ++node) {
-    int first = rank;
-    layout.node_hosts.push_back(host_ids[first]);
-    for (int i = 0; i < layout.node_sizes[node]; ++i, ++rank) {
-      if (host_ids[rank] != host_ids[first]) {
-        MATEX_RAISE(MATEX_ERR_CONFIG,
-                    "MATEX_VIRTUAL_NODES=\"" + spec + "\": virtual node " + std::to_string(node) +
-                        " spans two hosts (rank " + std::to_string(first) + " on \"" +
-                        host_ids[first] + "\", rank " + std::to_string(rank) + " on \"" +
-                        host_ids[rank] + "\"); a virtual node must lie within one host");
-      }
-      layout.node_of_rank[rank] = node;
+// Virtual nodes split MPI_COMM_WORLD's ranks, so a member of any communicator
+// lives on the virtual node of its world rank. They subdivide hosts: one that
+// spans two hosts could not share memory.
+Layout assign_virtual_nodes(int rank, const std::string& spec, const Exchanged& exchanged) {
+  int world_size = 0;
+  check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &world_size), "MPI_Comm_size (MPI_COMM_WORLD)");
+  const std::vector<int> sizes = parse_virtual_nodes(spec, world_size);
+  std::vector<int> node_of_world_rank;
+  for (int node = 0; node < static_cast<int>(sizes.size()); ++node) node_of_world_rank.insert(node_of_world_rank.end(), sizes[node], node);
+  const int members = static_cast<int>(exchanged.world_ranks.size());
+  std::vector<int> node_ids(members);
+  std::map<int, int> first_member_of_node;
+  for (int r = 0; r < members; ++r) {
+    const int node = node_of_world_rank.at(exchanged.world_ranks[r]);
+    node_ids[r] = node;
+    const int first = first_member_of_node.emplace(node, r).first->second;
+    if (exchanged.host_ids[r] != exchanged.host_ids[first]) {
+      MATEX_RAISE(MATEX_ERR_CONFIG,
+                  "MATEX_VIRTUAL_NODES=\"" + spec + "\": virtual node " + std::to_string(node) +
+                      " spans two hosts (world rank " + std::to_string(exchanged.world_ranks[first]) + " on \"" +
+                      exchanged.host_ids[first] + "\", world rank " + std::to_string(exchanged.world_ranks[r]) +
+                      " on \"" + exchanged.host_ids[r] + "\"); a virtual node must lie within one host");
     }
   }
+  return layout_from_assignment(rank, node_ids, exchanged.host_ids, true);
 }
 
 // Node index = order of first appearance of the host id by world rank.
@@ -155,15 +167,10 @@ Layout discover_layout(MPI_Comm comm, const std::string& virtual_nodes_spec,
   check_mpi(MPI_Comm_size(comm, &layout.world_size), "MPI_Comm_size");
   Exchanged exchanged = exchange_host_ids(comm, layout.world_size, host_id, virtual_nodes_spec);
   require_same_spec_everywhere(exchanged, virtual_nodes_spec);
+  if (!virtual_nodes_spec.empty()) return assign_virtual_nodes(layout.world_rank, virtual_nodes_spec, exchanged);
 
-  layout.virtual_nodes = !virtual_nodes_spec.empty();
   layout.node_of_rank.assign(layout.world_size, 0);
-  if (layout.virtual_nodes) {
-    assign_virtual_nodes(layout, virtual_nodes_spec, exchanged.host_ids);
-  } else {
-    assign_host_nodes(layout, exchanged.host_ids);
-  }
-
+  assign_host_nodes(layout, exchanged.host_ids);
   layout.node_count = static_cast<int>(layout.node_sizes.size());
   layout.local_rank_of_rank.assign(layout.world_size, 0);
   std::vector<int> seen_on_node(layout.node_count, 0);

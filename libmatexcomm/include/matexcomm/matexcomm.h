@@ -94,7 +94,8 @@ typedef enum matex_collective {
   MATEX_COLL_ALLREDUCE = 0,
   MATEX_COLL_BROADCAST = 1,
   MATEX_COLL_ALLGATHER = 2,
-  MATEX_COLL_REDUCE_SCATTER = 3
+  MATEX_COLL_REDUCE_SCATTER = 3,
+  MATEX_COLL_REDUCE = 4 /* matex_auto_algorithm only: reduce has no algorithm choice */
 } matex_collective_t;
 
 /* Send-buffer marker for in-place collectives (never dereferenced). */
@@ -139,6 +140,14 @@ MATEX_API matex_status_t matex_set_algorithm(matex_comm_t comm, matex_collective
                                              const char* name);
 /* Name of the algorithm the last call of `coll` used ("" before the first). */
 MATEX_API matex_status_t matex_last_algorithm(matex_comm_t comm, matex_collective_t coll,
+                                              const char** name);
+/* The algorithm `auto` picks for one call of `coll` (MATEX_COLL_REDUCE too)
+ * moving `bytes` on host buffers (the per-rank buffer, as matex-bench counts
+ * it), without running it: the same answer on every rank. A forced algorithm
+ * is returned as forced. "flat" is the MPI library's own collective on the
+ * communicator, and so is any size for which auto expects that to be faster
+ * than the hierarchy. The MPI interposer hands those calls to MPI directly. */
+MATEX_API matex_status_t matex_auto_algorithm(matex_comm_t comm, matex_collective_t coll, size_t bytes,
                                               const char** name);
 
 /* ---- collectives ------------------------------------------------------------ */

@@ -32,6 +32,7 @@ std::vector<std::string> algorithm_names(matex_collective_t coll) {
     case MATEX_COLL_BROADCAST: return {"auto", "flat", "hier"};
     case MATEX_COLL_ALLGATHER: return {"auto", "flat"};
     case MATEX_COLL_REDUCE_SCATTER: return {"auto", "flat"};
+    case MATEX_COLL_REDUCE: return {};  // no choice: the layout decides
   }
   return {};
 }

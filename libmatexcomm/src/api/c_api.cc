@@ -219,6 +219,13 @@ matex_status_t matex_last_algorithm(matex_comm_t comm, matex_collective_t coll, 
   });
 }
 
+matex_status_t matex_auto_algorithm(matex_comm_t comm, matex_collective_t coll, size_t bytes, const char** name) {
+  return guarded([&] {
+    require_out(name, "name");
+    *name = live_comm(comm).auto_algorithm(coll, bytes);
+  });
+}
+
 matex_status_t matex_allreduce(matex_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
                                matex_dtype_t dtype, matex_op_t op) {
   return guarded([&] { live_comm(comm).allreduce(sendbuf, recvbuf, count, dtype, op); });

@@ -157,6 +157,9 @@ bool Communicator::probe_single_copy() {
 
 int Communicator::collective_index(matex_collective_t coll) {
   int index = static_cast<int>(coll);
+  if (index == MATEX_COLL_REDUCE) {
+    MATEX_RAISE(MATEX_ERR_INVALID_ARG, "coll = MATEX_COLL_REDUCE has no algorithm choice");
+  }
   if (index < 0 || index > 3) {
     MATEX_RAISE(MATEX_ERR_INVALID_ARG, "coll = " + std::to_string(index) + " is not a matex_collective_t");
   }
@@ -200,6 +203,21 @@ void Communicator::set_algorithm(matex_collective_t coll, const char* name) {
 
 const char* Communicator::last_algorithm(matex_collective_t coll) const {
   return last_[collective_index(coll)];
+}
+
+const char* Communicator::auto_algorithm(matex_collective_t coll, size_t bytes) const {
+  switch (coll) {
+    case MATEX_COLL_ALLREDUCE:
+      return allreduce_registry()[select_allreduce(context_, choice_[MATEX_COLL_ALLREDUCE], bytes, false,
+                                                   thresholds_)].name;
+    case MATEX_COLL_BROADCAST:
+      return select_broadcast(context_, choice_[MATEX_COLL_BROADCAST]) == "hier" ? "hier" : "flat";
+    case MATEX_COLL_ALLGATHER:
+    case MATEX_COLL_REDUCE_SCATTER: return "flat";
+    case MATEX_COLL_REDUCE: return reduce_prefers_hierarchy(context_) ? "hier" : "flat";
+  }
+  MATEX_RAISE(MATEX_ERR_INVALID_ARG, "coll = " + std::to_string(static_cast<int>(coll)) +
+                                         " is not a matex_collective_t");
 }
 
 void Communicator::allreduce(const void* send, void* recv, size_t count, matex_dtype_t dtype, matex_op_t op,

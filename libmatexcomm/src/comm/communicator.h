@@ -53,6 +53,8 @@ class Communicator {
 
   void set_algorithm(matex_collective_t coll, const char* name);
   const char* last_algorithm(matex_collective_t coll) const;
+  // What auto (or a forced choice) runs for `bytes` on host buffers (matex_auto_algorithm).
+  const char* auto_algorithm(matex_collective_t coll, size_t bytes) const;
 
   void allreduce(const void* send, void* recv, size_t count, matex_dtype_t dtype, matex_op_t op,
                  const AllreduceHints& hints = {});

@@ -131,6 +131,14 @@ const std::vector<ConfigEntry>& config_table() {
        "python -m matex.verify sets it."},
       {"MATEX_MPIRUN", ConfigType::kString, "mpirun", "", kUnbounded, kUnbounded, kPerRank,
        "The launcher python -m matex.verify runs the 1-rank and N-rank runs with."},
+      {"MATEX_INTERPOSE", ConfigType::kChoice, "auto", "auto|all|off", kUnbounded, kUnbounded, kSameOnAllRanks,
+       "The MPI interposer (libmatexcomm_mpi.so, preloaded by matexrun): auto serves the collectives that "
+       "libmatexcomm runs with its own algorithms and leaves the rest to MPI, and stands aside in a Python "
+       "process that MATEX_ENABLE=1 hands to matex's framework integration; all serves every call that "
+       "qualifies, even where libmatexcomm would only call MPI (tests); off passes every call to MPI."},
+      {"MATEX_INTERPOSE_REPORT", ConfigType::kBool, "0", "", kUnbounded, kUnbounded, kSameOnAllRanks,
+       "1: at MPI_Finalize the interposer prints, from rank 0, each collective's calls and bytes summed over the "
+       "ranks, how many libmatexcomm served, and why the others went to MPI."},
       {"MATEX_LOG_LEVEL", ConfigType::kChoice, "warn", "error|warn|info|debug", kUnbounded, kUnbounded, kPerRank,
        "Verbosity of messages on stderr; debug adds file:line breadcrumbs to errors."},
   };

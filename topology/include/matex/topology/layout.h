@@ -44,6 +44,8 @@ struct Layout {
 
 // Collective over `comm`. Builds the layout from MATEX_VIRTUAL_NODES when
 // `virtual_nodes_spec` is non-empty, else from the host ids of all ranks.
+// Virtual nodes describe MPI_COMM_WORLD: on any other communicator each member
+// lands on the virtual node of its world rank.
 Layout discover_layout(MPI_Comm comm, const std::string& virtual_nodes_spec,
                        const std::string& host_id);
 

@@ -1,0 +1,106 @@
+#include "call_report.h"
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace matexinterpose {
+
+namespace {
+
+constexpr int kEntries = static_cast<int>(Entry::kCount);
+constexpr int kReasons = static_cast<int>(Reason::kCount);
+
+constexpr const char* kEntryNames[kEntries] = {
+    "MPI_Allreduce",  "MPI_Reduce",  "MPI_Bcast",          "MPI_Allgather",
+    "MPI_Allgatherv", "MPI_Reduce_scatter_block", "MPI_Reduce_scatter", "MPI_Barrier",
+    "MPI_Iallreduce", "MPI_Ireduce", "MPI_Ibcast",         "MPI_Iallgather",
+    "MPI_Iallgatherv", "MPI_Ireduce_scatter_block", "MPI_Ireduce_scatter", "MPI_Ibarrier",
+    "MPI-4 _c forms", "MPI-4 _init forms"};
+
+constexpr const char* kReasonNames[kReasons] = {
+    "served", "interposer inactive", "auto runs MPI's own", "datatype", "op", "intercommunicator",
+    "invalid argument", "nonblocking", "MPI-4 form", "no libmatexcomm state", "after MPI_Finalize"};
+
+struct Counter {
+  std::atomic<uint64_t> calls{0};
+  std::atomic<uint64_t> bytes{0};
+};
+
+Counter g_counters[kEntries][kReasons];
+
+std::string with_unit(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+  return text;
+}
+
+}  // namespace
+
+void count_call(Entry entry, Reason reason, size_t bytes) {
+  Counter& counter = g_counters[static_cast<int>(entry)][static_cast<int>(reason)];
+  counter.calls.fetch_add(1, std::memory_order_relaxed);
+  counter.bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void print_report(bool every_rank) {
+  std::vector<uint64_t> mine(2 * kEntries * kReasons);
+  for (int e = 0; e < kEntries; ++e) {
+    for (int r = 0; r < kReasons; ++r) {
+      mine[2 * (e * kReasons + r)] = g_counters[e][r].calls.load();
+      mine[2 * (e * kReasons + r) + 1] = g_counters[e][r].bytes.load();
+    }
+  }
+  std::vector<uint64_t> sums(mine.size());
+  int rank = 0;
+  int size = 1;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (every_rank) {
+    PMPI_Reduce(mine.data(), sums.data(), static_cast<int>(mine.size()), MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  } else {
+    sums = mine;
+  }
+  if (rank != 0) return;
+  std::string text = "matex interposer report: " +
+                     std::string(every_rank ? "sums over the " + std::to_string(size) + " ranks of MPI_COMM_WORLD"
+                                            : "rank 0 only") +
+                     "\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "%-26s %10s %10s %12s %10s %12s  %s\n", "collective", "calls", "served",
+                "bytes served", "to PMPI", "bytes PMPI", "why PMPI (calls)");
+  text += line;
+  for (int e = 0; e < kEntries; ++e) {
+    uint64_t calls = 0;
+    uint64_t bytes = 0;
+    std::string why;
+    for (int r = 0; r < kReasons; ++r) {
+      const uint64_t c = sums[2 * (e * kReasons + r)];
+      calls += c;
+      bytes += sums[2 * (e * kReasons + r) + 1];
+      if (r != 0 && c != 0) why += (why.empty() ? "" : ", ") + std::string(kReasonNames[r]) + " " + std::to_string(c);
+    }
+    if (calls == 0) continue;
+    const uint64_t served = sums[2 * (e * kReasons)];
+    const uint64_t served_bytes = sums[2 * (e * kReasons) + 1];
+    std::snprintf(line, sizeof line, "%-26s %10" PRIu64 " %10" PRIu64 " %12s %10" PRIu64 " %12s  %s\n",
+                  kEntryNames[e], calls, served, with_unit(served_bytes).c_str(), calls - served,
+                  with_unit(bytes - served_bytes).c_str(), why.c_str());
+    text += line;
+  }
+  std::fputs(text.c_str(), stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace matexinterpose

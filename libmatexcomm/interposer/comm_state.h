@@ -1,0 +1,42 @@
+// comm_state.h - libmatexcomm's state for one user communicator, built at
+// the first call that needs it and cached as an MPI attribute on that
+// communicator.
+//
+// - Building it communicates on that communicator only (collective there).
+// - MPI_Comm_dup does not copy it (MPI_COMM_NULL_COPY_FN): a dup gets its own.
+// - MPI_Comm_free deletes it through the attribute's delete callback, locally,
+//   without a collective: the shared-memory segment, the library's private
+//   communicators and their context ids all go with it.
+// - An attribute on MPI_COMM_SELF, which MPI_Finalize deletes before anything
+//   else, prints the report and deletes every state still alive.
+#pragma once
+
+#include <mpi.h>
+
+#include <vector>
+
+#include "matexcomm/matexcomm.h"
+
+namespace matexinterpose {
+
+struct CommState {
+  matex_comm_t comm = nullptr;  // null: libmatexcomm cannot serve this communicator
+  int rank = 0;
+  int size = 0;
+  std::vector<char> scratch;  // packing and uneven reduce_scatter; one thread per communicator at a time
+};
+
+// The state of an intracommunicator, built on first use (collective over
+// comm). Null for an intercommunicator. A state whose set-up failed on any
+// rank has comm == nullptr on every rank, and says why once on stderr.
+CommState* state_of(MPI_Comm comm);
+
+// Called by the MPI_Init wrappers on every rank, and otherwise on first use:
+// registers the MPI_Finalize hook. `from_init`: every rank registers it in
+// MPI_Init, so the report may sum over MPI_COMM_WORLD.
+void install_finalize_hook(bool from_init);
+
+// True once MPI_Finalize has begun: every call goes to PMPI.
+bool finalizing();
+
+}  // namespace matexinterpose

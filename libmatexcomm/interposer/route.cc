@@ -1,0 +1,33 @@
+#include "route.h"
+
+#include <cstring>
+
+#include "interposer_settings.h"
+
+namespace matexinterpose {
+
+Reason route_before_arguments(MPI_Comm comm) {
+  if (finalizing()) return Reason::kAfterFinalize;
+  if (settings().mode == Mode::kOff) return Reason::kInactive;
+  if (comm == MPI_COMM_NULL) return Reason::kInvalidArgument;
+  return Reason::kServed;
+}
+
+Reason route_to_state(MPI_Comm comm, int coll, size_t bytes, CommState** state) {
+  const bool automatic = settings().mode == Mode::kAuto;
+  if (automatic && coll == kOnlyMpiAlgorithm) return Reason::kMpiChoice;
+  CommState* found = state_of(comm);
+  if (found == nullptr) return Reason::kIntercomm;
+  if (found->comm == nullptr) return Reason::kNoState;
+  if (automatic) {
+    const char* algorithm = nullptr;
+    if (matex_auto_algorithm(found->comm, static_cast<matex_collective_t>(coll), bytes, &algorithm) != MATEX_SUCCESS ||
+        std::strcmp(algorithm, "flat") == 0) {
+      return Reason::kMpiChoice;
+    }
+  }
+  *state = found;
+  return Reason::kServed;
+}
+
+}  // namespace matexinterpose
