@@ -39,24 +39,30 @@ void warn(const std::string& text) {
   std::fprintf(stderr, "matex interposer: %s\n", text.c_str());
 }
 
+// The value of a MATEX_* row (matex_config_get's pointer lasts until its next call).
+bool read(const char* name, std::string* value) {
+  const char* text = nullptr;
+  if (matex_config_get(name, &text) != MATEX_SUCCESS) return false;
+  *value = text;
+  return true;
+}
+
 Settings read_settings() {
   Settings result;
-  const char* mode = nullptr;
-  const char* report = nullptr;
-  const char* enable = nullptr;
-  if (matex_config_get("MATEX_INTERPOSE", &mode) != MATEX_SUCCESS) {
+  std::string mode;
+  std::string report;
+  std::string enable;
+  if (!read("MATEX_INTERPOSE", &mode) || !read("MATEX_INTERPOSE_REPORT", &report) ||
+      !read("MATEX_ENABLE", &enable)) {
     warn(std::string("passing every call to MPI: ") + matex_last_error());
     return result;
   }
-  const std::string mode_text = mode;
-  matex_config_get("MATEX_INTERPOSE_REPORT", &report);
-  matex_config_get("MATEX_ENABLE", &enable);
-  result.report = is_true(report);
-  const bool framework_job = is_true(enable) && process_is_python();
-  if (mode_text == "off" || (mode_text == "auto" && framework_job)) {
+  result.report = is_true(report.c_str());
+  const bool framework_job = is_true(enable.c_str()) && process_is_python();
+  if (mode == "off" || (mode == "auto" && framework_job)) {
     result.mode = Mode::kOff;
   } else {
-    result.mode = mode_text == "all" ? Mode::kAll : Mode::kAuto;
+    result.mode = mode == "all" ? Mode::kAll : Mode::kAuto;
   }
   return result;
 }
