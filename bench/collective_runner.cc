@@ -6,11 +6,15 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <stdexcept>
 
 #include "element_codec.h"
 
 namespace matexbench {
+
 namespace {
+// The options accept the four collectives matex-bench times; reduce is not one.
+std::logic_error not_timed() { return std::logic_error("matex-bench does not time reduce"); }
 
 constexpr int kPoison = 0xA5;  // never a valid result: every expected value is small
 
@@ -31,6 +35,7 @@ CallExtent extent_of(const CaseSpec& spec, int world_size) {
     case MATEX_COLL_REDUCE_SCATTER: e = {np, spec.in_place ? np : n, n}; break;
     case MATEX_COLL_BROADCAST: e = {0, n, n}; break;
     case MATEX_COLL_ALLGATHER: e = {n, np, np}; break;
+    case MATEX_COLL_REDUCE: throw not_timed();
   }
   if (spec.in_place) e.send_bytes = 0;
   return e;
@@ -148,6 +153,7 @@ void CollectiveRunner::prepare(const CaseSpec& spec, const ReferencePatterns& pa
         if (poison) std::memset(recv_.data(), kPoison, n * p * es);
       }
       break;
+    case MATEX_COLL_REDUCE: throw not_timed();
   }
 }
 
@@ -176,6 +182,7 @@ double CollectiveRunner::timed_call(const CaseSpec& spec, bool ours) {
     case MATEX_COLL_BROADCAST: comm_.broadcast(recv, spec.count, spec.dtype, spec.root); break;
     case MATEX_COLL_ALLGATHER: comm_.allgather(matex_send, recv, spec.count, spec.dtype); break;
     case MATEX_COLL_REDUCE_SCATTER: comm_.reduce_scatter(matex_send, recv, spec.count, spec.dtype, spec.op); break;
+    case MATEX_COLL_REDUCE: throw not_timed();
   }
   if (device_ != nullptr) device_->synchronize();  // the results are complete when the time is taken
   return MPI_Wtime() - start;
@@ -224,6 +231,7 @@ uint64_t CollectiveRunner::count_wrong(const CaseSpec& spec, const ReferencePatt
         wrong += patterns.count_wrong_input(source, seq, 0, n, recv_.bytes() + source * n * es);
       return wrong;
     }
+    case MATEX_COLL_REDUCE: throw not_timed();
   }
   return 0;
 }

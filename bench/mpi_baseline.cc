@@ -125,6 +125,8 @@ void MpiBaseline::run(matex_collective_t coll, const void* send, void* recv, siz
     case MATEX_COLL_REDUCE_SCATTER:
       MPI_Reduce_scatter_block(source, recv, n, type, reduction(dtype, op), MPI_COMM_WORLD);
       break;
+    case MATEX_COLL_REDUCE:
+      throw std::logic_error("matex-bench does not time reduce");
   }
   if (op == MATEX_AVG) divide_by(dtype, recv, count, world_size_);
 }

@@ -1,0 +1,44 @@
+# Included by CMakeLists.txt: communicator life cycles (interposer_lifecycle)
+# and the calls the interposer must leave to MPI or survive (interposer_misuse).
+# Timeouts: about 3x the times measured on the 2-core machine (4 ranks
+# oversubscribe it) while other builds and tests kept it loaded (load average
+# 6-8, as under ctest -j), never below 60 s.
+
+# interposer_lifecycle <cycles>: every collective it makes qualifies, so under
+# MATEX_INTERPOSE=all every one is served. Measured, idle / loaded: np2 10000
+# cycles 18 s / 130 s (the two ranks' shared-memory waits suffer most when
+# other processes take the cores), np4 (2,2) 1000 cycles 7.5 s / 13 s, np1
+# 1000 cycles 0.8 s / 0.9 s.
+set(lifecycle_checks --expect MPI_Allreduce=1 --expect MPI_Bcast=1 --expect MPI_Allgather=1)
+matex_add_interposer_test(interposer.lifecycle.np2 2 "" 400 all
+  ARGS interposer_lifecycle 10000
+  CHECKS ${lifecycle_checks})
+matex_add_interposer_test(interposer.lifecycle.np4.2_2 4 "2,2" 120 all
+  ARGS interposer_lifecycle 1000
+  CHECKS ${lifecycle_checks})
+matex_add_interposer_test(interposer.lifecycle.np1 1 "" 60 all
+  ARGS interposer_lifecycle 1000
+  CHECKS ${lifecycle_checks})
+
+# interposer_misuse: the reasons are deterministic. Per rank, MPI_Allreduce
+# goes to MPI for MPI_DATATYPE_NULL, MPI_FLOAT_INT/MINLOC and MPI_2INT/MAXLOC
+# (datatype), a user op and MPI_LAND on ints (op), count -1, recvbuf =
+# MPI_IN_PLACE and MPI_COMM_NULL (invalid argument), and with 2 ranks or more
+# the intercommunicator; MPI_Bcast for roots size and -1 (invalid argument)
+# and the intercommunicator's two broadcasts. About 410 served calls per rank
+# (the threads' 400 among them) against 8-9 to MPI: --expect 0.5 holds with
+# room. Measured: np1 0.9 s, np2 1.0-1.3 s, np4 (3,1) 1.2-1.9 s.
+set(misuse_checks --expect MPI_Allreduce=0.5
+                  --expect-reason MPI_Allreduce=datatype --expect-reason MPI_Allreduce=op
+                  --expect-reason "MPI_Allreduce=invalid argument" --expect-reason "MPI_Bcast=invalid argument")
+matex_add_interposer_test(interposer.misuse.np1 1 "" 60 all
+  ARGS interposer_misuse
+  CHECKS ${misuse_checks})
+matex_add_interposer_test(interposer.misuse.np2 2 "" 60 all
+  ARGS interposer_misuse
+  CHECKS ${misuse_checks} --expect-reason MPI_Allreduce=intercommunicator
+         --expect-reason MPI_Bcast=intercommunicator)
+matex_add_interposer_test(interposer.misuse.np4.3_1 4 "3,1" 60 all
+  ARGS interposer_misuse
+  CHECKS ${misuse_checks} --expect-reason MPI_Allreduce=intercommunicator
+         --expect-reason MPI_Bcast=intercommunicator)
