@@ -5,6 +5,7 @@ set -euo pipefail
 
 MATEX_APT_PACKAGES=(cmake g++ make pkg-config openmpi-bin libopenmpi-dev libhwloc-dev hwloc
                     googletest libgtest-dev libbenchmark-dev python3 python3-pip
+                    gfortran  # the interposer's Fortran tests (tests/interposer)
                     nlohmann-json3-dev)  # torch's flight-recorder header needs it (torch_integration)
 
 missing=()
