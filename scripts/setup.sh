@@ -59,6 +59,17 @@ if ! python3 -c 'import torch, sys; sys.exit(not torch.__version__.startswith("2
     'nvidia-nvshmem-cu13==3.7.2' 'nvidia-nccl-cu13==2.30.7'
 fi
 
+# mpi4py and its own test suite, which CI runs under the MPI interposer
+# (tests/interposer): the wheel for the test's Python, the suite from the
+# source distribution (its test/ folder), kept in build/mpi4py.
+if ! python3 -c 'import mpi4py, sys; sys.exit(mpi4py.__version__ != "4.1.2")' 2>/dev/null; then
+  matex_pip_install mpi4py==4.1.2
+fi
+if [[ ! -f build/mpi4py/mpi4py-4.1.2.tar.gz ]]; then
+  echo "setup: downloading mpi4py 4.1.2's source distribution (its test suite)"
+  python3 -m pip download -q --no-deps --no-binary :all: mpi4py==4.1.2 -d build/mpi4py
+fi
+
 # Open MPI refuses to run as root unless told, and needs permission to put
 # more ranks than cores on this machine (the tests use 4 ranks on 2 cores).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

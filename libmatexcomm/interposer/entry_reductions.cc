@@ -85,24 +85,20 @@ int reduce_scatter_block(Entry entry, const void* sendbuf, void* recvbuf, Count 
                                        reduction.op));
 }
 
-// Uneven blocks: an allreduce of the whole input, of which each rank keeps its
-// block (libmatexcomm's reduce_scatter takes equal blocks only).
-matex_status_t uneven_reduce_scatter(CommState& state, const void* sendbuf, void* recvbuf, const std::vector<size_t>& counts,
-                          const Reduction& reduction) {
+// Uneven blocks: an allreduce of the whole input into scratch memory, of
+// which each rank keeps its block (libmatexcomm's reduce_scatter takes equal
+// blocks only). In place, the input is the receive buffer, and only its first
+// block may change: the rest stays as the caller left it, as MPI keeps it.
+matex_status_t uneven_reduce_scatter(CommState& state, const void* sendbuf, void* recvbuf,
+                                     const std::vector<size_t>& counts, const Reduction& reduction) {
   const size_t element = reduction.element_bytes;
   const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
   const size_t offset = std::accumulate(counts.begin(), counts.begin() + state.rank, size_t{0}) * element;
   const size_t mine = counts[state.rank] * element;
-  matex_status_t status;
-  if (sendbuf == MPI_IN_PLACE) {
-    status = matex_allreduce(state.comm, MATEX_IN_PLACE, recvbuf, total * reduction.count_factor, reduction.dtype,
-                             reduction.op);
-    if (status == MATEX_SUCCESS && mine > 0) std::memmove(recvbuf, static_cast<char*>(recvbuf) + offset, mine);
-    return status;
-  }
   state.scratch.resize(total * element);
-  status = matex_allreduce(state.comm, sendbuf, state.scratch.data(), total * reduction.count_factor,
-                           reduction.dtype, reduction.op);
+  const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+  matex_status_t status = matex_allreduce(state.comm, input, state.scratch.data(), total * reduction.count_factor,
+                                          reduction.dtype, reduction.op);
   if (status == MATEX_SUCCESS && mine > 0) std::memcpy(recvbuf, state.scratch.data() + offset, mine);
   return status;
 }
