@@ -5,6 +5,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "call_report.h"
 #include "interposer_settings.h"
@@ -21,11 +22,8 @@ int g_finalize_keyval = MPI_KEYVAL_INVALID;
 std::atomic<bool> g_finalizing{false};
 bool g_hook_from_init = false;
 
-// An intercommunicator is cached too, as a state that is never served, so
-// that the test runs once.
 struct Slot {
   CommState state;
-  bool intercomm = false;
 };
 
 int delete_state(MPI_Comm comm, int /*keyval*/, void* value, void* /*extra*/) {
@@ -35,6 +33,9 @@ int delete_state(MPI_Comm comm, int /*keyval*/, void* value, void* /*extra*/) {
     if (g_live != nullptr) g_live->erase(comm);
   }
   if (slot->state.comm != nullptr) matex_finalize(&slot->state.comm);
+  // An intercommunicator's groups: freeing `local` deletes its own state.
+  if (slot->state.groups.local != MPI_COMM_NULL) PMPI_Comm_free(&slot->state.groups.local);
+  if (slot->state.groups.merged != MPI_COMM_NULL) PMPI_Comm_free(&slot->state.groups.merged);
   delete slot;
   return MPI_SUCCESS;
 }
@@ -102,6 +103,55 @@ CommState build_state(MPI_Comm comm) {
   return state;
 }
 
+// Lowest MPI_COMM_WORLD rank of a group, or -1 when some member is not in
+// this process's world (spawned processes): both groups then see -1.
+int lowest_world_rank(MPI_Group group) {
+  MPI_Group world = MPI_GROUP_NULL;
+  PMPI_Comm_group(MPI_COMM_WORLD, &world);
+  int size = 0;
+  PMPI_Group_size(group, &size);
+  std::vector<int> ranks(size);
+  std::vector<int> in_world(size);
+  for (int i = 0; i < size; ++i) ranks[i] = i;
+  PMPI_Group_translate_ranks(group, size, ranks.data(), world, in_world.data());
+  PMPI_Group_free(&world);
+  int lowest = -1;
+  for (int r : in_world) {
+    if (r == MPI_UNDEFINED) return -1;
+    if (lowest < 0 || r < lowest) lowest = r;
+  }
+  return lowest;
+}
+
+// Collective over both groups: the merged intracommunicator (the group with
+// the lower world ranks first) and this group's own, split from it.
+CommState build_inter_state(MPI_Comm comm) {
+  CommState state;
+  state.inter = true;
+  PMPI_Comm_rank(comm, &state.rank);
+  PMPI_Comm_size(comm, &state.size);
+  PMPI_Comm_remote_size(comm, &state.groups.remote_size);
+  MPI_Group local = MPI_GROUP_NULL;
+  MPI_Group remote = MPI_GROUP_NULL;
+  PMPI_Comm_group(comm, &local);
+  PMPI_Comm_remote_group(comm, &remote);
+  const int local_lowest = lowest_world_rank(local);
+  const int remote_lowest = lowest_world_rank(remote);
+  PMPI_Group_free(&local);
+  PMPI_Group_free(&remote);
+  if (local_lowest < 0 || remote_lowest < 0) return state;  // not one world: MPI serves it
+  const int high = local_lowest > remote_lowest ? 1 : 0;
+  if (PMPI_Intercomm_merge(comm, high, &state.groups.merged) != MPI_SUCCESS) return state;
+  PMPI_Comm_set_errhandler(state.groups.merged, MPI_ERRORS_RETURN);
+  state.groups.remote_offset = high ? 0 : state.size;
+  if (PMPI_Comm_split(state.groups.merged, high, state.rank, &state.groups.local) != MPI_SUCCESS) {
+    state.groups.local = MPI_COMM_NULL;
+    return state;
+  }
+  PMPI_Comm_set_errhandler(state.groups.local, MPI_ERRORS_RETURN);
+  return state;
+}
+
 }  // namespace
 
 CommState* state_of(MPI_Comm comm) {
@@ -109,22 +159,18 @@ CommState* state_of(MPI_Comm comm) {
   void* value = nullptr;
   int found = 0;
   if (PMPI_Comm_get_attr(comm, keyval, &value, &found) != MPI_SUCCESS) return nullptr;
-  if (found) {
-    auto* slot = static_cast<Slot*>(value);
-    return slot->intercomm ? nullptr : &slot->state;
-  }
+  if (found) return &static_cast<Slot*>(value)->state;
   install_finalize_hook(false);
   auto* slot = new Slot;
   int inter = 0;
   PMPI_Comm_test_inter(comm, &inter);
-  slot->intercomm = inter != 0;
-  if (!slot->intercomm) slot->state = build_state(comm);
+  slot->state = inter ? build_inter_state(comm) : build_state(comm);
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_live->insert(comm);
   }
   PMPI_Comm_set_attr(comm, keyval, slot);
-  return slot->intercomm ? nullptr : &slot->state;
+  return &slot->state;
 }
 
 void install_finalize_hook(bool from_init) {

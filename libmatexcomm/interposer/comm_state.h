@@ -19,16 +19,28 @@
 
 namespace matexinterpose {
 
+// An intercommunicator's collectives are served as their local phases (see
+// entry_intercomm.cc): these are what they run on.
+struct InterGroups {
+  MPI_Comm local = MPI_COMM_NULL;   // this group, as an intracommunicator (its own state serves it)
+  MPI_Comm merged = MPI_COMM_NULL;  // both groups: the leaders' exchanges
+  int remote_offset = 0;            // merged rank of the remote group's rank 0
+  int remote_size = 0;
+};
+
 struct CommState {
-  matex_comm_t comm = nullptr;  // null: libmatexcomm cannot serve this communicator
+  matex_comm_t comm = nullptr;  // null: libmatexcomm cannot serve this communicator (intercommunicators too)
   int rank = 0;
   int size = 0;
+  bool inter = false;
+  InterGroups groups;         // inter only; local == MPI_COMM_NULL when it could not be built
   std::vector<char> scratch;  // packing and uneven reduce_scatter; one thread per communicator at a time
 };
 
-// The state of an intracommunicator, built on first use (collective over
-// comm). Null for an intercommunicator. A state whose set-up failed on any
-// rank has comm == nullptr on every rank, and says why once on stderr.
+// The state of a communicator, built on first use (collective over comm; for
+// an intercommunicator, over both groups). A state whose set-up failed on any
+// rank has comm == nullptr (inter: groups.local == MPI_COMM_NULL) on every
+// rank, and says why once on stderr.
 CommState* state_of(MPI_Comm comm);
 
 // Called by the MPI_Init wrappers on every rank, and otherwise on first use:

@@ -5,20 +5,45 @@
 // contiguous run packs it into scratch memory first (and unpacks after).
 #include <mpi.h>
 
+#include <climits>
 #include <cstdint>
 #include <vector>
 
 #include "call_report.h"
+#include "intercomm.h"
 #include "mpi_errors.h"
 #include "mpi_types.h"
 #include "route.h"
 
 namespace matexinterpose {
 
+int bcast_served(CommState& state, MPI_Comm comm, void* buffer, MPI_Aint count, MPI_Datatype type,
+                 const TypedBuffer& view, int root) {
+  if (view.contiguous) {
+    return raise_on(comm, "MPI_Bcast", matex_broadcast(state.comm, view.start, view.bytes, MATEX_UINT8, root));
+  }
+  std::vector<char>& scratch = state.scratch;
+  scratch.resize(view.bytes);
+  if (state.rank == root) {
+    int rc = pack(buffer, count, type, scratch, 0, view.bytes, comm);
+    if (rc != MPI_SUCCESS) return raise_mpi_on(comm, "MPI_Bcast (packing the root's datatype)", rc);
+  }
+  matex_status_t status = matex_broadcast(state.comm, scratch.data(), view.bytes, MATEX_UINT8, root);
+  if (status != MATEX_SUCCESS) return raise_on(comm, "MPI_Bcast", status);
+  if (state.rank == root) return MPI_SUCCESS;
+  int rc = unpack(scratch, 0, view.bytes, buffer, count, type, comm);
+  return raise_mpi_on(comm, "MPI_Bcast (unpacking into the datatype)", rc);
+}
+
 namespace {
 
 char* address(const void* base, MPI_Aint offset_bytes) {
   return reinterpret_cast<char*>(reinterpret_cast<intptr_t>(base) + static_cast<intptr_t>(offset_bytes));
+}
+
+bool root_is_valid(const CommState& state, int root) {
+  if (state.inter) return root == MPI_ROOT || root == MPI_PROC_NULL || (root >= 0 && root < state.groups.remote_size);
+  return root >= 0 && root < state.size;
 }
 
 template <class Count, class Fallback>
@@ -30,24 +55,13 @@ int bcast(Entry entry, void* buffer, Count count, MPI_Datatype type, int root, M
                                     describe(buffer, static_cast<MPI_Aint>(count), type, &view) != MPI_SUCCESS)) {
     reason = Reason::kInvalidArgument;
   }
-  if (reason == Reason::kServed) reason = route_to_state(comm, MATEX_COLL_BROADCAST, view.bytes, &state);
-  if (reason == Reason::kServed && (root < 0 || root >= state->size)) reason = Reason::kInvalidArgument;
+  if (reason == Reason::kServed) reason = route_to_state(comm, MATEX_COLL_BROADCAST, view.bytes, &state, true);
+  if (reason == Reason::kServed && !root_is_valid(*state, root)) reason = Reason::kInvalidArgument;
+  if (reason == Reason::kServed && state->inter && count > INT_MAX) reason = Reason::kIntercomm;
   count_call(entry, reason, view.bytes);
   if (reason != Reason::kServed) return pmpi();
-  if (view.contiguous) {
-    return raise_on(comm, "MPI_Bcast", matex_broadcast(state->comm, view.start, view.bytes, MATEX_UINT8, root));
-  }
-  std::vector<char>& scratch = state->scratch;
-  scratch.resize(view.bytes);
-  if (state->rank == root) {
-    int rc = pack(buffer, static_cast<MPI_Aint>(count), type, scratch, 0, view.bytes, comm);
-    if (rc != MPI_SUCCESS) return raise_mpi_on(comm, "MPI_Bcast (packing the root's datatype)", rc);
-  }
-  matex_status_t status = matex_broadcast(state->comm, scratch.data(), view.bytes, MATEX_UINT8, root);
-  if (status != MATEX_SUCCESS) return raise_on(comm, "MPI_Bcast", status);
-  if (state->rank == root) return MPI_SUCCESS;
-  int rc = unpack(scratch, 0, view.bytes, buffer, static_cast<MPI_Aint>(count), type, comm);
-  return raise_mpi_on(comm, "MPI_Bcast (unpacking into the datatype)", rc);
+  if (state->inter) return inter_bcast(*state, comm, buffer, static_cast<int>(count), type, view, root);
+  return bcast_served(*state, comm, buffer, static_cast<MPI_Aint>(count), type, view, root);
 }
 
 // One rank's share of an allgather(v): what it sends, and where each block lands.
@@ -157,9 +171,16 @@ int allgatherv(Entry entry, const char* name, bool variable, const void* sendbuf
     reason = Reason::kInvalidArgument;
   }
   if (reason == Reason::kServed) reason = plan_gathering(comm, recvcounts, recvcount, displs, recvtype, &g);
-  if (reason == Reason::kServed) reason = route_to_state(comm, kOnlyMpiAlgorithm, g.total, &state);
+  if (reason == Reason::kServed) reason = route_to_state(comm, kOnlyMpiAlgorithm, g.total, &state, !variable);
+  if (reason == Reason::kServed && state->inter && (sendbuf == MPI_IN_PLACE || sendcount > INT_MAX || recvcount > INT_MAX)) {
+    reason = sendbuf == MPI_IN_PLACE ? Reason::kInvalidArgument : Reason::kIntercomm;
+  }
   count_call(entry, reason, g.total);
   if (reason != Reason::kServed) return pmpi();
+  if (state->inter) {
+    return inter_allgather(*state, comm, sendbuf, static_cast<int>(sendcount), sendtype, recvbuf,
+                           static_cast<int>(recvcount), recvtype);
+  }
   return gather_blocks(*state, name, comm, sendbuf, static_cast<MPI_Aint>(sendcount), sendtype, recvbuf, recvtype, g);
 }
 

@@ -4,11 +4,13 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <numeric>
 #include <vector>
 
 #include "call_report.h"
+#include "intercomm.h"
 #include "mpi_errors.h"
 #include "mpi_types.h"
 #include "route.h"
@@ -24,12 +26,13 @@ const void* matex_send(const void* sendbuf) { return sendbuf == MPI_IN_PLACE ? M
 // is not significant).
 template <class Count>
 Reason route_reduction(MPI_Comm comm, const void* recvbuf, Count count, MPI_Datatype type, MPI_Op op, int coll,
-                       size_t elements, Reduction* reduction, CommState** state, size_t* bytes) {
+                       size_t elements, Reduction* reduction, CommState** state, size_t* bytes,
+                       bool inter_served = false) {
   Reason reason = route_before_arguments(comm);
   if (reason == Reason::kServed && (count < 0 || recvbuf == MPI_IN_PLACE)) reason = Reason::kInvalidArgument;
   if (reason == Reason::kServed) reason = map_reduction(type, op, reduction);
   *bytes = elements * reduction->element_bytes;
-  if (reason == Reason::kServed) reason = route_to_state(comm, coll, *bytes, state);
+  if (reason == Reason::kServed) reason = route_to_state(comm, coll, *bytes, state, inter_served);
   return reason;
 }
 
@@ -40,9 +43,13 @@ int allreduce(Entry entry, const void* sendbuf, void* recvbuf, Count count, MPI_
   CommState* state = nullptr;
   size_t bytes = 0;
   Reason reason = route_reduction(comm, recvbuf, count, type, op, MATEX_COLL_ALLREDUCE, static_cast<size_t>(count),
-                                  &reduction, &state, &bytes);
+                                  &reduction, &state, &bytes, true);
+  // Between two groups MPI has no in place; the leaders' exchange takes int counts.
+  if (reason == Reason::kServed && state->inter && sendbuf == MPI_IN_PLACE) reason = Reason::kInvalidArgument;
+  if (reason == Reason::kServed && state->inter && count > INT_MAX) reason = Reason::kIntercomm;
   count_call(entry, reason, bytes);
   if (reason != Reason::kServed) return pmpi();
+  if (state->inter) return inter_allreduce(*state, comm, sendbuf, recvbuf, static_cast<int>(count), type, reduction);
   return raise_on(comm, "MPI_Allreduce",
                   matex_allreduce(state->comm, matex_send(sendbuf), recvbuf,
                                   static_cast<size_t>(count) * reduction.count_factor, reduction.dtype, reduction.op));

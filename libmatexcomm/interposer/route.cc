@@ -13,11 +13,20 @@ Reason route_before_arguments(MPI_Comm comm) {
   return Reason::kServed;
 }
 
-Reason route_to_state(MPI_Comm comm, int coll, size_t bytes, CommState** state) {
+Reason route_to_state(MPI_Comm comm, int coll, size_t bytes, CommState** state, bool inter_served) {
   const bool automatic = settings().mode == Mode::kAuto;
   if (automatic && coll == kOnlyMpiAlgorithm) return Reason::kMpiChoice;
+  int inter = 0;
+  if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return Reason::kInvalidArgument;
+  if (inter && (automatic || !inter_served)) return Reason::kIntercomm;
   CommState* found = state_of(comm);
-  if (found == nullptr) return Reason::kIntercomm;
+  if (found == nullptr) return Reason::kInvalidArgument;
+  if (found->inter) {
+    // libmatexcomm has no algorithm between two groups: auto leaves them to MPI.
+    if (found->groups.local == MPI_COMM_NULL) return Reason::kIntercomm;
+    *state = found;
+    return Reason::kServed;
+  }
   if (found->comm == nullptr) return Reason::kNoState;
   if (automatic) {
     const char* algorithm = nullptr;

@@ -24,7 +24,9 @@ Reason route_before_arguments(MPI_Comm comm);
 // the detour). `coll` < 0: a call for which libmatexcomm has only MPI's own
 // algorithm (allgather, reduce_scatter, barrier), which auto leaves to MPI
 // without building a state. On kServed, *state is usable.
-Reason route_to_state(MPI_Comm comm, int coll, size_t bytes, CommState** state);
+// `inter_served`: the entry point serves intercommunicators (as local phases,
+// under MATEX_INTERPOSE=all; entry_intercomm.cc); *state->inter says which.
+Reason route_to_state(MPI_Comm comm, int coll, size_t bytes, CommState** state, bool inter_served = false);
 
 constexpr int kOnlyMpiAlgorithm = -1;
 
