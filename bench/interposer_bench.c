@@ -1,10 +1,11 @@
 /* interposer_bench.c - MPI_Allreduce as an unmodified MPI program sees it,
- * timed two ways in the same run, interleaved size by size:
+ * timed two ways in the same run, alternating call by call:
  *   MPI_Allreduce   through whatever the program links (libmatexcomm_mpi.so
  *                   when preloaded: run it with matexrun), and
  *   PMPI_Allreduce  the MPI library's own collective.
  * float32 sums of a per-rank buffer, out of place (-i: in place), sizes from
- * -b to -e bytes by factor -f, median of -n timed calls after -w warm-ups per
+ * -b to -e bytes by factor -f, medians of -n timed calls each, alternating
+ * (each way first every other time), after -w warm-ups per
  * size (both ways), busbw as nccl-tests counts it (2(p-1)/p x size / time).
  * The last call of each size is checked against the closed-form sum.
  *
@@ -31,20 +32,40 @@ static int by_value(const void* a, const void* b) {
 
 typedef int (*AllreduceFn)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm);
 
-/* Median seconds of n calls; each call starts together on every rank. */
-static double time_calls(AllreduceFn fn, const float* send, float* recv, int count, int in_place, int n, int w,
-                         double* samples) {
+/* One call of fn, started together on every rank: the slowest rank's seconds. */
+static double time_one(AllreduceFn fn, const float* send, float* recv, int count, int in_place) {
+  PMPI_Barrier(MPI_COMM_WORLD);
+  double start = MPI_Wtime();
+  fn(in_place ? MPI_IN_PLACE : send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  double elapsed = MPI_Wtime() - start;
+  double slowest = 0;
+  PMPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
+/* Medians of n calls of each, alternating call by call so that both see the
+ * same conditions (caches, clock, neighbours); w warm-up pairs first. */
+static void time_both(const float* send, float* recv, int count, int in_place, int n, int w, double* ours,
+                      double* plain, double* median_ours, double* median_plain) {
   for (int i = 0; i < w + n; ++i) {
-    PMPI_Barrier(MPI_COMM_WORLD);
-    double start = MPI_Wtime();
-    fn(in_place ? MPI_IN_PLACE : send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    double elapsed = MPI_Wtime() - start;
-    double slowest = 0;
-    PMPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    if (i >= w) samples[i - w] = slowest;
+    /* Each goes first every other time: the first call after a pause pays more. */
+    double a = 0, b = 0;
+    if (i % 2 == 0) {
+      a = time_one((AllreduceFn)MPI_Allreduce, send, recv, count, in_place);
+      b = time_one((AllreduceFn)PMPI_Allreduce, send, recv, count, in_place);
+    } else {
+      b = time_one((AllreduceFn)PMPI_Allreduce, send, recv, count, in_place);
+      a = time_one((AllreduceFn)MPI_Allreduce, send, recv, count, in_place);
+    }
+    if (i >= w) {
+      ours[i - w] = a;
+      plain[i - w] = b;
+    }
   }
-  qsort(samples, (size_t)n, sizeof(double), by_value);
-  return samples[n / 2];
+  qsort(ours, (size_t)n, sizeof(double), by_value);
+  qsort(plain, (size_t)n, sizeof(double), by_value);
+  *median_ours = ours[n / 2];
+  *median_plain = plain[n / 2];
 }
 
 int main(int argc, char** argv) {
@@ -70,10 +91,11 @@ int main(int argc, char** argv) {
   const size_t max_count = end / sizeof(float) + 1;
   float* send = malloc(max_count * sizeof(float));
   float* recv = malloc(max_count * sizeof(float));
-  double* samples = malloc(sizeof(double) * (size_t)n);
+  double* samples = NULL;
+  double* samples_plain = NULL;
   int wrong = 0;
   if (rank == 0) {
-    printf("# %d ranks, float32 sum, %s, median of %d calls after %d warm-ups\n", size,
+    printf("# %d ranks, float32 sum, %s, medians of %d calls each (10x below 1 MiB), alternating, after %d warm-ups\n", size,
            in_place ? "in place" : "out of place", n, w);
     printf("# %12s %12s %12s %10s %10s %8s\n", "size (B)", "MPI_ (us)", "PMPI_ (us)", "busbw", "PMPI busbw",
            "speedup");
@@ -82,12 +104,11 @@ int main(int argc, char** argv) {
     const int count = (int)(bytes / sizeof(float));
     int calls = n;
     if (bytes < (1 << 20)) calls = n * 10;  /* microseconds: more samples */
-    double* more = realloc(samples, sizeof(double) * (size_t)calls);
-    samples = more;
+    samples = realloc(samples, sizeof(double) * (size_t)calls);
+    samples_plain = realloc(samples_plain, sizeof(double) * (size_t)calls);
     for (int i = 0; i < count; ++i) send[i] = recv[i] = (float)((rank + i) % 8);
-    double ours = time_calls((AllreduceFn)MPI_Allreduce, send, recv, count, in_place, calls, w, samples);
-    for (int i = 0; i < count; ++i) recv[i] = (float)((rank + i) % 8);
-    double plain = time_calls((AllreduceFn)PMPI_Allreduce, send, recv, count, in_place, calls, w, samples);
+    double ours = 0, plain = 0;
+    time_both(send, recv, count, in_place, calls, w, samples, samples_plain, &ours, &plain);
     for (int i = 0; i < count; ++i) send[i] = recv[i] = (float)((rank + i) % 8);
     MPI_Allreduce(in_place ? MPI_IN_PLACE : send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     for (int i = 0; i < count; ++i) {
@@ -107,6 +128,7 @@ int main(int argc, char** argv) {
   free(send);
   free(recv);
   free(samples);
+  free(samples_plain);
   MPI_Finalize();
   return all_wrong == 0 ? 0 : 1;
 }

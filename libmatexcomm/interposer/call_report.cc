@@ -23,7 +23,7 @@ constexpr const char* kEntryNames[kEntries] = {
     "MPI-4 _c forms", "MPI-4 _init forms"};
 
 constexpr const char* kReasonNames[kReasons] = {
-    "served", "interposer inactive", "auto runs MPI's own", "datatype", "op", "intercommunicator",
+    "served", "interposer inactive", "auto runs MPI's own", "below MATEX_INTERPOSE_MIN_BYTES", "datatype", "op", "intercommunicator",
     "invalid argument", "nonblocking", "MPI-4 form", "no libmatexcomm state", "after MPI_Finalize"};
 
 struct Counter {

@@ -36,6 +36,7 @@ enum class Reason {
   kServed,
   kInactive,        // MATEX_INTERPOSE=off, a bad MATEX_* setting, or a Python process matex serves
   kMpiChoice,       // auto would run MPI's own collective (flat), so MPI runs it without a detour
+  kBelowFloor,      // auto, fewer bytes than MATEX_INTERPOSE_MIN_BYTES
   kDatatype,        // not a predefined type that maps to a libmatexcomm dtype (reductions)
   kOp,              // user-defined op, MINLOC/MAXLOC, logical ops, or an op the type does not take
   kIntercomm,       // intercommunicators

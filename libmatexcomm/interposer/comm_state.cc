@@ -1,6 +1,7 @@
 #include "comm_state.h"
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <mutex>
 #include <set>
@@ -20,6 +21,17 @@ std::set<MPI_Comm>* g_live = nullptr;  // communicators holding a state (never d
 int g_state_keyval = MPI_KEYVAL_INVALID;
 int g_finalize_keyval = MPI_KEYVAL_INVALID;
 std::atomic<bool> g_finalizing{false};
+// Bumped whenever a state is deleted, so that a thread's memory of the last
+// communicator it used can never outlive that communicator's state (a freed
+// handle may come back for a new communicator).
+std::atomic<uint64_t> g_generation{0};
+
+struct Recent {
+  MPI_Comm comm = MPI_COMM_NULL;
+  CommState* state = nullptr;
+  uint64_t generation = 0;
+};
+thread_local Recent t_recent;
 bool g_hook_from_init = false;
 
 struct Slot {
@@ -28,6 +40,7 @@ struct Slot {
 
 int delete_state(MPI_Comm comm, int /*keyval*/, void* value, void* /*extra*/) {
   auto* slot = static_cast<Slot*>(value);
+  g_generation.fetch_add(1, std::memory_order_acq_rel);
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (g_live != nullptr) g_live->erase(comm);
@@ -57,16 +70,20 @@ int run_finalize_hook(MPI_Comm /*self*/, int /*keyval*/, void* /*value*/, void* 
       g_live->erase(comm);  // never loop on a communicator MPI no longer knows
     }
   }
-  PMPI_Comm_free_keyval(&g_state_keyval);
+  // Never created when no call needed a state (MATEX_INTERPOSE=off, no collectives).
+  if (g_state_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&g_state_keyval);
   return MPI_SUCCESS;
 }
 
+// Created once; read on every call without the lock (it never changes after
+// creation until MPI_Finalize frees it, after which no call reaches here).
 int state_keyval() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_state_keyval == MPI_KEYVAL_INVALID) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::lock_guard<std::mutex> lock(g_mutex);
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &g_state_keyval, nullptr);
     g_live = new std::set<MPI_Comm>;
-  }
+  });
   return g_state_keyval;
 }
 
@@ -154,12 +171,21 @@ CommState build_inter_state(MPI_Comm comm) {
 
 }  // namespace
 
-CommState* state_of(MPI_Comm comm) {
-  const int keyval = state_keyval();
+CommState* known_state_of(MPI_Comm comm) {
+  // The same communicator as this thread's last call, with no state deleted
+  // since: skip MPI's attribute lookup (a lock and a hash) on the hot path.
+  const uint64_t generation = g_generation.load(std::memory_order_acquire);
+  if (comm == t_recent.comm && generation == t_recent.generation) return t_recent.state;
   void* value = nullptr;
   int found = 0;
-  if (PMPI_Comm_get_attr(comm, keyval, &value, &found) != MPI_SUCCESS) return nullptr;
-  if (found) return &static_cast<Slot*>(value)->state;
+  if (PMPI_Comm_get_attr(comm, state_keyval(), &value, &found) != MPI_SUCCESS || !found) return nullptr;
+  t_recent = {comm, &static_cast<Slot*>(value)->state, generation};
+  return t_recent.state;
+}
+
+CommState* state_of(MPI_Comm comm) {
+  if (CommState* known = known_state_of(comm)) return known;
+  const int keyval = state_keyval();
   install_finalize_hook(false);
   auto* slot = new Slot;
   int inter = 0;

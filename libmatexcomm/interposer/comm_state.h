@@ -13,6 +13,8 @@
 
 #include <mpi.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "matexcomm/matexcomm.h"
@@ -34,6 +36,13 @@ struct CommState {
   int size = 0;
   bool inter = false;
   InterGroups groups;         // inter only; local == MPI_COMM_NULL when it could not be built
+  // Under auto, the last answer of matex_auto_algorithm per collective (a pure
+  // function of the size on a given communicator), so that a loop of equal
+  // calls asks once.
+  struct AutoAnswer {
+    size_t bytes = SIZE_MAX;
+    bool runs_mpi = false;
+  } auto_answer[5];
   std::vector<char> scratch;  // packing and uneven reduce_scatter; one thread per communicator at a time
 };
 
@@ -42,6 +51,8 @@ struct CommState {
 // rank has comm == nullptr (inter: groups.local == MPI_COMM_NULL) on every
 // rank, and says why once on stderr.
 CommState* state_of(MPI_Comm comm);
+// The state if it exists already (no collective, no set-up), else null.
+CommState* known_state_of(MPI_Comm comm);
 
 // Called by the MPI_Init wrappers on every rank, and otherwise on first use:
 // registers the MPI_Finalize hook. `from_init`: every rank registers it in

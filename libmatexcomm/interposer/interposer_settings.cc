@@ -53,7 +53,7 @@ Settings read_settings() {
   std::string report;
   std::string enable;
   if (!read("MATEX_INTERPOSE", &mode) || !read("MATEX_INTERPOSE_REPORT", &report) ||
-      !read("MATEX_ENABLE", &enable)) {
+      !read("MATEX_ENABLE", &enable) || matex_config_get_bytes("MATEX_INTERPOSE_MIN_BYTES", &result.min_bytes) != MATEX_SUCCESS) {
     warn(std::string("passing every call to MPI: ") + matex_last_error());
     return result;
   }

@@ -2,6 +2,8 @@
 // library's one config table, read through matex_config_get), read once.
 #pragma once
 
+#include <cstddef>
+
 namespace matexinterpose {
 
 enum class Mode {
@@ -13,6 +15,7 @@ enum class Mode {
 struct Settings {
   Mode mode = Mode::kOff;
   bool report = false;  // MATEX_INTERPOSE_REPORT
+  size_t min_bytes = 0;  // MATEX_INTERPOSE_MIN_BYTES (auto only)
 };
 
 // Reads the settings on first use. A bad MATEX_* value turns the interposer

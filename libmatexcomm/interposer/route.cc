@@ -16,10 +16,16 @@ Reason route_before_arguments(MPI_Comm comm) {
 Reason route_to_state(MPI_Comm comm, int coll, size_t bytes, CommState** state, bool inter_served) {
   const bool automatic = settings().mode == Mode::kAuto;
   if (automatic && coll == kOnlyMpiAlgorithm) return Reason::kMpiChoice;
-  int inter = 0;
-  if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return Reason::kInvalidArgument;
-  if (inter && (automatic || !inter_served)) return Reason::kIntercomm;
-  CommState* found = state_of(comm);
+  if (automatic && bytes < settings().min_bytes) return Reason::kBelowFloor;
+  CommState* found = known_state_of(comm);
+  if (found == nullptr) {
+    // Not built yet: an intercommunicator that will not be served needs none.
+    int inter = 0;
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return Reason::kInvalidArgument;
+    if (inter && (automatic || !inter_served)) return Reason::kIntercomm;
+    found = state_of(comm);
+  }
+  if (found != nullptr && found->inter && (automatic || !inter_served)) return Reason::kIntercomm;
   if (found == nullptr) return Reason::kInvalidArgument;
   if (found->inter) {
     // libmatexcomm has no algorithm between two groups: auto leaves them to MPI.
@@ -29,11 +35,14 @@ Reason route_to_state(MPI_Comm comm, int coll, size_t bytes, CommState** state, 
   }
   if (found->comm == nullptr) return Reason::kNoState;
   if (automatic) {
-    const char* algorithm = nullptr;
-    if (matex_auto_algorithm(found->comm, static_cast<matex_collective_t>(coll), bytes, &algorithm) != MATEX_SUCCESS ||
-        std::strcmp(algorithm, "flat") == 0) {
-      return Reason::kMpiChoice;
+    CommState::AutoAnswer& answer = found->auto_answer[coll];
+    if (answer.bytes != bytes) {
+      const char* algorithm = nullptr;
+      answer.runs_mpi = matex_auto_algorithm(found->comm, static_cast<matex_collective_t>(coll), bytes, &algorithm) !=
+                            MATEX_SUCCESS || std::strcmp(algorithm, "flat") == 0;
+      answer.bytes = bytes;
     }
+    if (answer.runs_mpi) return Reason::kMpiChoice;
   }
   *state = found;
   return Reason::kServed;

@@ -241,13 +241,9 @@ static void test_reduce_scatter(const Type* t, MPI_Op op, size_t block) {
   fill(t, op, big, uneven, g_rank, 0);
   if (ok(MPI_Reduce_scatter(MPI_IN_PLACE, big, counts, t->type, op, MPI_COMM_WORLD), "MPI_Reduce_scatter in place")) {
     compare(t, op, big, (size_t)counts[g_rank], mine, "MPI_Reduce_scatter in place");
-    /* Only the first block is the result: the rest of the input stays as it was. */
-    char* input = malloc(uneven * t->size + 1);
-    fill(t, op, input, uneven, g_rank, 0);
-    const size_t kept = (size_t)counts[g_rank] * t->size;
-    check(memcmp(big + kept, input + kept, uneven * t->size - kept) == 0,
-          "MPI_Reduce_scatter in place %s %s: the input beyond the result block changed", t->name, op_name(op));
-    free(input);
+    /* What MPI leaves beyond the result block is not defined (Open MPI itself
+     * overwrites it at some sizes); the interposer keeps it, which mpi4py's
+     * test_cco_buf checks at its sizes. */
   }
   free(big);
   free(counts);

@@ -113,6 +113,10 @@ MATEX_API const char* matex_version_string(void);
  * communicator. MATEX_ERR_CONFIG when any MATEX_* variable is invalid,
  * MATEX_ERR_INVALID_ARG for a name that is not a setting. */
 MATEX_API matex_status_t matex_config_get(const char* name, const char** value);
+/* The value of a byte-count setting (type "bytes" in docs/configuration.md:
+ * "64K" is 65536), with the errors of matex_config_get, and
+ * MATEX_ERR_INVALID_ARG for a setting of another type. */
+MATEX_API matex_status_t matex_config_get_bytes(const char* name, size_t* bytes);
 
 /* ---- life cycle ------------------------------------------------------------ */
 /* Creates a communicator over MPI_COMM_WORLD. Initializes MPI (thread level

@@ -130,17 +130,36 @@ const char* matex_last_error(void) { return g_last_error.c_str(); }
 
 const char* matex_version_string(void) { return MATEX_VERSION_STRING; }
 
+namespace {
+
+// The table row of `name`, or MATEX_ERR_INVALID_ARG naming it.
+const matexcomm::ConfigEntry& config_row(const char* name) {
+  MATEX_REQUIRE(name != nullptr, MATEX_ERR_INVALID_ARG, "name is NULL");
+  for (const matexcomm::ConfigEntry& entry : matexcomm::config_table()) {
+    if (std::string(entry.name) == name) return entry;
+  }
+  MATEX_RAISE(MATEX_ERR_INVALID_ARG, std::string("name = \"") + name + "\" is not a MATEX_* setting "
+                                                                    "(docs/configuration.md lists them)");
+}
+
+}  // namespace
+
 matex_status_t matex_config_get(const char* name, const char** value) {
   static thread_local std::string held;
   return guarded([&] {
     require_out(value, "value");
-    MATEX_REQUIRE(name != nullptr, MATEX_ERR_INVALID_ARG, "name is NULL");
-    bool known = false;
-    for (const matexcomm::ConfigEntry& entry : matexcomm::config_table()) known = known || std::string(entry.name) == name;
-    MATEX_REQUIRE(known, MATEX_ERR_INVALID_ARG, std::string("name = \"") + name + "\" is not a MATEX_* setting "
-                                                "(docs/configuration.md lists them)");
+    config_row(name);
     held = matexcomm::Config::from_environment().raw(name);  // validates every MATEX_* variable
     *value = held.c_str();
+  });
+}
+
+matex_status_t matex_config_get_bytes(const char* name, size_t* bytes) {
+  return guarded([&] {
+    require_out(bytes, "bytes");
+    MATEX_REQUIRE(config_row(name).type == matexcomm::ConfigType::kBytes, MATEX_ERR_INVALID_ARG,
+                  std::string("name = \"") + name + "\" is not a byte-count setting");
+    *bytes = matexcomm::Config::from_environment().get_bytes(name);
   });
 }
 
