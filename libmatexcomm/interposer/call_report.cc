@@ -24,7 +24,7 @@ constexpr const char* kEntryNames[kEntries] = {
 
 constexpr const char* kReasonNames[kReasons] = {
     "served", "interposer inactive", "auto runs MPI's own", "below MATEX_INTERPOSE_MIN_BYTES", "datatype", "op", "intercommunicator",
-    "invalid argument", "nonblocking", "MPI-4 form", "no libmatexcomm state", "after MPI_Finalize"};
+    "invalid argument", "nonblocking", "MPI-4 form", "over 2 GiB", "no libmatexcomm state", "after MPI_Finalize"};
 
 struct Counter {
   std::atomic<uint64_t> calls{0};

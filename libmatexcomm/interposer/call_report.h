@@ -34,7 +34,7 @@ enum class Entry {
 // Why a call went where it went. kServed is the only one that reaches libmatexcomm.
 enum class Reason {
   kServed,
-  kInactive,        // MATEX_INTERPOSE=off, a bad MATEX_* setting, or a Python process matex serves
+  kInactive,        // MATEX_INTERPOSE=off
   kMpiChoice,       // auto would run MPI's own collective (flat), so MPI runs it without a detour
   kBelowFloor,      // auto, fewer bytes than MATEX_INTERPOSE_MIN_BYTES
   kDatatype,        // not a predefined type that maps to a libmatexcomm dtype (reductions)
@@ -43,6 +43,7 @@ enum class Reason {
   kInvalidArgument, // MPI_COMM_NULL, a null datatype, a negative count, a bad root: MPI reports it
   kNonblocking,     // I-forms: MPI's own, so that they progress while the caller computes
   kMpi4Form,        // large-count and persistent forms
+  kTooLarge,        // data movement of more than 2 GiB (MPI_Pack and the MPI legs count in ints)
   kNoState,         // libmatexcomm could not be set up on this communicator (warned once)
   kAfterFinalize,   // MPI_Finalize has begun
   kCount

@@ -55,7 +55,17 @@ int delete_state(MPI_Comm comm, int /*keyval*/, void* value, void* /*extra*/) {
 
 int run_finalize_hook(MPI_Comm /*self*/, int /*keyval*/, void* /*value*/, void* /*extra*/) {
   g_finalizing.store(true);
-  if (settings().report) print_report(g_hook_from_init);
+  if (g_hook_from_init) {
+    // Every rank installed the hook in MPI_Init, so all of them are here:
+    // agree on printing, so that a rank whose setting differs never leaves the
+    // others in the report's reduction.
+    int mine = settings().report ? 1 : 0;
+    int any = 0;
+    PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any) print_report(true);
+  } else if (settings().report) {
+    print_report(false);
+  }
   // Every state still alive (MPI_COMM_WORLD's, and those of communicators the
   // program never freed) goes now, while MPI still works.
   for (;;) {
@@ -103,8 +113,9 @@ CommState build_state(MPI_Comm comm) {
   }
   PMPI_Comm_set_errhandler(copy, MPI_ERRORS_RETURN);
   matex_comm_t created = nullptr;
-  if (matex_init_mpi(copy, &created) != MATEX_SUCCESS) failure = matex_last_error();
-  int ok = failure.empty() ? 1 : 0;
+  const bool aside = settings().stand_aside;
+  if (!aside && matex_init_mpi(copy, &created) != MATEX_SUCCESS) failure = matex_last_error();
+  int ok = failure.empty() && !aside ? 1 : 0;
   int everywhere = 0;
   if (PMPI_Allreduce(&ok, &everywhere, 1, MPI_INT, MPI_MIN, copy) != MPI_SUCCESS) everywhere = 0;
   PMPI_Comm_free(&copy);
@@ -200,11 +211,14 @@ CommState* state_of(MPI_Comm comm) {
 }
 
 void install_finalize_hook(bool from_init) {
+  static std::atomic<bool> installed{false};
+  if (installed.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_finalize_keyval != MPI_KEYVAL_INVALID) return;
   g_hook_from_init = from_init;
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, run_finalize_hook, &g_finalize_keyval, nullptr);
   PMPI_Comm_set_attr(MPI_COMM_SELF, g_finalize_keyval, nullptr);
+  installed.store(true, std::memory_order_release);
 }
 
 bool finalizing() { return g_finalizing.load(std::memory_order_relaxed); }

@@ -22,7 +22,7 @@
 namespace matexinterpose {
 
 // An intercommunicator's collectives are served as their local phases (see
-// entry_intercomm.cc): these are what they run on.
+// intercomm.cc): these are what they run on.
 struct InterGroups {
   MPI_Comm local = MPI_COMM_NULL;   // this group, as an intracommunicator (its own state serves it)
   MPI_Comm merged = MPI_COMM_NULL;  // both groups: the leaders' exchanges
@@ -42,7 +42,7 @@ struct CommState {
   struct AutoAnswer {
     size_t bytes = SIZE_MAX;
     bool runs_mpi = false;
-  } auto_answer[5];
+  } auto_answer[MATEX_COLL_REDUCE + 1];
   std::vector<char> scratch;  // packing and uneven reduce_scatter; one thread per communicator at a time
 };
 

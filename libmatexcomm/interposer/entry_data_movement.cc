@@ -55,6 +55,7 @@ int bcast(Entry entry, void* buffer, Count count, MPI_Datatype type, int root, M
                                     describe(buffer, static_cast<MPI_Aint>(count), type, &view) != MPI_SUCCESS)) {
     reason = Reason::kInvalidArgument;
   }
+  if (reason == Reason::kServed && view.bytes > kMaxMovedBytes) reason = Reason::kTooLarge;
   if (reason == Reason::kServed) reason = route_to_state(comm, MATEX_COLL_BROADCAST, view.bytes, &state, true);
   if (reason == Reason::kServed && !root_is_valid(*state, root)) reason = Reason::kInvalidArgument;
   if (reason == Reason::kServed && state->inter && count > INT_MAX) reason = Reason::kIntercomm;
@@ -85,7 +86,11 @@ int gather_blocks(CommState& state, const char* entry, MPI_Comm comm, const void
   // Contiguous receive elements (size == extent == true extent) put block r at
   // base + offset[r] as one run.
   bool direct_recv = recv_view.contiguous && recv_view.extent == static_cast<size_t>(recv_view.bytes);
-  for (MPI_Aint offset : g.block_offsets) direct_recv = direct_recv && offset >= 0;
+  // ... and offsets the library can count in ints (the packed offsets always fit).
+  for (size_t r = 0; r < g.block_offsets.size(); ++r) {
+    direct_recv = direct_recv && g.block_offsets[r] >= 0 &&
+                  static_cast<size_t>(g.block_offsets[r]) + g.block_bytes[r] <= kMaxMovedBytes;
+  }
   TypedBuffer send_view;
   if (!in_place) {
     rc = describe(sendbuf, sendcount, sendtype, &send_view);
@@ -171,6 +176,7 @@ int allgatherv(Entry entry, const char* name, bool variable, const void* sendbuf
     reason = Reason::kInvalidArgument;
   }
   if (reason == Reason::kServed) reason = plan_gathering(comm, recvcounts, recvcount, displs, recvtype, &g);
+  if (reason == Reason::kServed && g.total > kMaxMovedBytes) reason = Reason::kTooLarge;
   if (reason == Reason::kServed) reason = route_to_state(comm, kOnlyMpiAlgorithm, g.total, &state, !variable);
   if (reason == Reason::kServed && state->inter && (sendbuf == MPI_IN_PLACE || sendcount > INT_MAX || recvcount > INT_MAX)) {
     reason = sendbuf == MPI_IN_PLACE ? Reason::kInvalidArgument : Reason::kIntercomm;
@@ -193,48 +199,60 @@ using namespace matexinterpose;
 extern "C" {
 
 int MPI_Bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
-  return bcast(Entry::kBcast, buffer, count, type, root, comm,
+  return without_exceptions(comm, "MPI_Bcast", [&] {
+    return bcast(Entry::kBcast, buffer, count, type, root, comm,
                [&] { return PMPI_Bcast(buffer, count, type, root, comm); });
+  });
 }
 
 int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                   MPI_Datatype recvtype, MPI_Comm comm) {
-  return allgatherv(Entry::kAllgather, "MPI_Allgather", false, sendbuf, sendcount, sendtype, recvbuf,
+  return without_exceptions(comm, "MPI_Allgather", [&] {
+    return allgatherv(Entry::kAllgather, "MPI_Allgather", false, sendbuf, sendcount, sendtype, recvbuf,
                     static_cast<const int*>(nullptr), recvcount, static_cast<const int*>(nullptr), recvtype, comm,
                     [&] { return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
+  });
 }
 
 int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                    const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
-  return allgatherv(Entry::kAllgatherv, "MPI_Allgatherv", true, sendbuf, sendcount, sendtype, recvbuf, recvcounts, 0,
+  return without_exceptions(comm, "MPI_Allgatherv", [&] {
+    return allgatherv(Entry::kAllgatherv, "MPI_Allgatherv", true, sendbuf, sendcount, sendtype, recvbuf, recvcounts, 0,
                     displs, recvtype, comm, [&] {
                       return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                                              comm);
                     });
+  });
 }
 
 #if MPI_VERSION >= 4
 int MPI_Bcast_c(void* buffer, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm) {
-  return bcast(Entry::kLargeCount, buffer, count, type, root, comm,
+  return without_exceptions(comm, "MPI_Bcast_c", [&] {
+    return bcast(Entry::kLargeCount, buffer, count, type, root, comm,
                [&] { return PMPI_Bcast_c(buffer, count, type, root, comm); });
+  });
 }
 
 int MPI_Allgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                     MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  return allgatherv(Entry::kLargeCount, "MPI_Allgather_c", false, sendbuf, sendcount, sendtype, recvbuf,
+  return without_exceptions(comm, "MPI_Allgather_c", [&] {
+    return allgatherv(Entry::kLargeCount, "MPI_Allgather_c", false, sendbuf, sendcount, sendtype, recvbuf,
                     static_cast<const MPI_Count*>(nullptr), recvcount, static_cast<const MPI_Aint*>(nullptr),
                     recvtype, comm, [&] {
                       return PMPI_Allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
                     });
+  });
 }
 
 int MPI_Allgatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                      const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm) {
-  return allgatherv(Entry::kLargeCount, "MPI_Allgatherv_c", true, sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+  return without_exceptions(comm, "MPI_Allgatherv_c", [&] {
+    return allgatherv(Entry::kLargeCount, "MPI_Allgatherv_c", true, sendbuf, sendcount, sendtype, recvbuf, recvcounts,
                     MPI_Count{0}, displs, recvtype, comm, [&] {
                       return PMPI_Allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                                                comm);
                     });
+  });
 }
 #endif
 

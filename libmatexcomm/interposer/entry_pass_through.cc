@@ -21,6 +21,7 @@ namespace {
 
 template <class Fallback>
 int pass(Entry entry, Fallback&& pmpi) {
+  if (!finalizing()) install_finalize_hook(false);  // a no-op once installed
   count_call(entry, finalizing() ? Reason::kAfterFinalize : Reason::kNonblocking, 0);
   return pmpi();
 }
@@ -48,12 +49,14 @@ int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
 }
 
 int MPI_Barrier(MPI_Comm comm) {
-  Reason reason = route_before_arguments(comm);
-  CommState* state = nullptr;
-  if (reason == Reason::kServed) reason = route_to_state(comm, kOnlyMpiAlgorithm, 0, &state);
-  count_call(Entry::kBarrier, reason, 0);
-  if (reason != Reason::kServed) return PMPI_Barrier(comm);
-  return raise_on(comm, "MPI_Barrier", matex_barrier(state->comm));
+  return without_exceptions(comm, "MPI_Barrier", [&] {
+    Reason reason = route_before_arguments(comm);
+    CommState* state = nullptr;
+    if (reason == Reason::kServed) reason = route_to_state(comm, kOnlyMpiAlgorithm, 0, &state);
+    count_call(Entry::kBarrier, reason, 0);
+    if (reason != Reason::kServed) return PMPI_Barrier(comm);
+    return raise_on(comm, "MPI_Barrier", matex_barrier(state->comm));
+  });
 }
 
 int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,

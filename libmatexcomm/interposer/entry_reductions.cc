@@ -84,6 +84,7 @@ int reduce_scatter_block(Entry entry, const void* sendbuf, void* recvbuf, Count 
   Reason reason = route_reduction(comm, recvbuf, recvcount, type, op, kOnlyMpiAlgorithm,
                                   static_cast<size_t>(recvcount) * static_cast<size_t>(size), &reduction, &state,
                                   &bytes);
+  if (reason == Reason::kServed && bytes > kMaxMovedBytes) reason = Reason::kTooLarge;
   count_call(entry, reason, bytes);
   if (reason != Reason::kServed) return pmpi();
   return raise_on(comm, "MPI_Reduce_scatter_block",
@@ -131,6 +132,7 @@ int reduce_scatter(Entry entry, const void* sendbuf, void* recvbuf, const Count*
   if (reason == Reason::kServed) {
     reason = route_reduction(comm, recvbuf, Count{0}, type, op, kOnlyMpiAlgorithm, total, &reduction, &state, &bytes);
   }
+  if (reason == Reason::kServed && bytes > kMaxMovedBytes) reason = Reason::kTooLarge;
   count_call(entry, reason, bytes);
   if (reason != Reason::kServed) return pmpi();
   const bool even = std::all_of(counts.begin(), counts.end(), [&](size_t c) { return c == counts[0]; });
@@ -150,52 +152,68 @@ using namespace matexinterpose;
 extern "C" {
 
 int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  return allreduce(Entry::kAllreduce, sendbuf, recvbuf, count, type, op, comm,
+  return without_exceptions(comm, "MPI_Allreduce", [&] {
+    return allreduce(Entry::kAllreduce, sendbuf, recvbuf, count, type, op, comm,
                    [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm); });
+  });
 }
 
 int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
                MPI_Comm comm) {
-  return reduce(Entry::kReduce, sendbuf, recvbuf, count, type, op, root, comm,
+  return without_exceptions(comm, "MPI_Reduce", [&] {
+    return reduce(Entry::kReduce, sendbuf, recvbuf, count, type, op, root, comm,
                 [&] { return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm); });
+  });
 }
 
 int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type, MPI_Op op,
                              MPI_Comm comm) {
-  return reduce_scatter_block(Entry::kReduceScatterBlock, sendbuf, recvbuf, recvcount, type, op, comm,
+  return without_exceptions(comm, "MPI_Reduce_scatter_block", [&] {
+    return reduce_scatter_block(Entry::kReduceScatterBlock, sendbuf, recvbuf, recvcount, type, op, comm,
                               [&] { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm); });
+  });
 }
 
 int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype type, MPI_Op op,
                        MPI_Comm comm) {
-  return reduce_scatter(Entry::kReduceScatter, sendbuf, recvbuf, recvcounts, type, op, comm,
+  return without_exceptions(comm, "MPI_Reduce_scatter", [&] {
+    return reduce_scatter(Entry::kReduceScatter, sendbuf, recvbuf, recvcounts, type, op, comm,
                         [&] { return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm); });
+  });
 }
 
 #if MPI_VERSION >= 4
 int MPI_Allreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                     MPI_Comm comm) {
-  return allreduce(Entry::kLargeCount, sendbuf, recvbuf, count, type, op, comm,
+  return without_exceptions(comm, "MPI_Allreduce_c", [&] {
+    return allreduce(Entry::kLargeCount, sendbuf, recvbuf, count, type, op, comm,
                    [&] { return PMPI_Allreduce_c(sendbuf, recvbuf, count, type, op, comm); });
+  });
 }
 
 int MPI_Reduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op, int root,
                  MPI_Comm comm) {
-  return reduce(Entry::kLargeCount, sendbuf, recvbuf, count, type, op, root, comm,
+  return without_exceptions(comm, "MPI_Reduce_c", [&] {
+    return reduce(Entry::kLargeCount, sendbuf, recvbuf, count, type, op, root, comm,
                 [&] { return PMPI_Reduce_c(sendbuf, recvbuf, count, type, op, root, comm); });
+  });
 }
 
 int MPI_Reduce_scatter_block_c(const void* sendbuf, void* recvbuf, MPI_Count recvcount, MPI_Datatype type,
                                MPI_Op op, MPI_Comm comm) {
-  return reduce_scatter_block(Entry::kLargeCount, sendbuf, recvbuf, recvcount, type, op, comm, [&] {
+  return without_exceptions(comm, "MPI_Reduce_scatter_block_c", [&] {
+    return reduce_scatter_block(Entry::kLargeCount, sendbuf, recvbuf, recvcount, type, op, comm, [&] {
     return PMPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, type, op, comm);
+  });
   });
 }
 
 int MPI_Reduce_scatter_c(const void* sendbuf, void* recvbuf, const MPI_Count recvcounts[], MPI_Datatype type,
                          MPI_Op op, MPI_Comm comm) {
-  return reduce_scatter(Entry::kLargeCount, sendbuf, recvbuf, recvcounts, type, op, comm,
+  return without_exceptions(comm, "MPI_Reduce_scatter_c", [&] {
+    return reduce_scatter(Entry::kLargeCount, sendbuf, recvbuf, recvcounts, type, op, comm,
                         [&] { return PMPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, type, op, comm); });
+  });
 }
 #endif
 

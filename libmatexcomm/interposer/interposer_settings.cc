@@ -53,16 +53,19 @@ Settings read_settings() {
   std::string report;
   std::string enable;
   if (!read("MATEX_INTERPOSE", &mode) || !read("MATEX_INTERPOSE_REPORT", &report) ||
-      !read("MATEX_ENABLE", &enable) || matex_config_get_bytes("MATEX_INTERPOSE_MIN_BYTES", &result.min_bytes) != MATEX_SUCCESS) {
-    warn(std::string("passing every call to MPI: ") + matex_last_error());
+      !read("MATEX_ENABLE", &enable) ||
+      matex_config_get_bytes("MATEX_INTERPOSE_MIN_BYTES", &result.min_bytes) != MATEX_SUCCESS) {
+    warn(std::string("libmatexcomm serves nothing in this process, MPI runs every collective: ") + matex_last_error());
+    result.stand_aside = true;
+    result.min_bytes = 1024;
     return result;
   }
   result.report = is_true(report.c_str());
-  const bool framework_job = is_true(enable.c_str()) && process_is_python();
-  if (mode == "off" || (mode == "auto" && framework_job)) {
+  if (mode == "off") {
     result.mode = Mode::kOff;
   } else {
     result.mode = mode == "all" ? Mode::kAll : Mode::kAuto;
+    result.stand_aside = result.mode == Mode::kAuto && is_true(enable.c_str()) && process_is_python();
   }
   return result;
 }

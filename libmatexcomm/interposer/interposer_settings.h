@@ -13,15 +13,22 @@ enum class Mode {
 };
 
 struct Settings {
-  Mode mode = Mode::kOff;
+  Mode mode = Mode::kAuto;
+  // This process takes no part in serving (a bad MATEX_* value, or a Python
+  // process that MATEX_ENABLE=1 hands to a framework): it still routes like
+  // the others, but refuses every communicator state, so that the agreement
+  // in building one sends every rank of it to MPI together.
+  bool stand_aside = false;
   bool report = false;  // MATEX_INTERPOSE_REPORT
   size_t min_bytes = 0;  // MATEX_INTERPOSE_MIN_BYTES (auto only)
 };
 
-// Reads the settings on first use. A bad MATEX_* value turns the interposer
-// off with one warning naming it; so does MATEX_INTERPOSE=auto in a Python
-// process with MATEX_ENABLE=1, where matex's framework integration serves the
-// job and the script's own MPI calls are not ours to take.
+// Reads the settings on first use. Only MATEX_INTERPOSE=off turns the
+// interposer off outright (every rank reads the same environment). A bad
+// MATEX_* value (warned once) or, under auto, a Python process with
+// MATEX_ENABLE=1, where matex's framework integration serves the job, makes
+// this process stand aside: a reason of one process must not send it down
+// another route than its peers.
 const Settings& settings();
 
 }  // namespace matexinterpose

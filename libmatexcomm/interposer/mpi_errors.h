@@ -6,6 +6,8 @@
 
 #include <mpi.h>
 
+#include <new>
+
 #include "matexcomm/matexcomm.h"
 
 namespace matexinterpose {
@@ -16,5 +18,19 @@ int raise_on(MPI_Comm comm, const char* entry, matex_status_t status);
 
 // For an MPI error met inside a served call (packing a datatype, ...).
 int raise_mpi_on(MPI_Comm comm, const char* entry, int code);
+
+// Runs an entry point's body so that no C++ exception crosses it: running out
+// of memory for scratch space or a state raises MPI_ERR_NO_MEM on comm,
+// anything else MPI_ERR_INTERN.
+template <class Body>
+int without_exceptions(MPI_Comm comm, const char* entry, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return raise_mpi_on(comm, entry, MPI_ERR_NO_MEM);
+  } catch (...) {
+    return raise_mpi_on(comm, entry, MPI_ERR_INTERN);
+  }
+}
 
 }  // namespace matexinterpose

@@ -126,19 +126,47 @@ Reason map_reduction(MPI_Datatype type, MPI_Op op, Reduction* out) {
   return Reason::kDatatype;
 }
 
+namespace {
+
+// True when the type map lists its bytes in memory order with no gaps: a
+// predefined type, or a dup or contiguous run of one (recursively). A dense
+// type whose map is permuted (an indexed transpose, a struct of arrays in
+// reverse address order) is not, and is packed: its signature order is not
+// its memory order.
+bool in_memory_order(MPI_Datatype type, int depth = 0) {
+  int integers = 0, addresses = 0, types = 0, combiner = 0;
+  if (PMPI_Type_get_envelope(type, &integers, &addresses, &types, &combiner) != MPI_SUCCESS) return false;
+  if (combiner == MPI_COMBINER_NAMED) return true;
+  if ((combiner != MPI_COMBINER_DUP && combiner != MPI_COMBINER_CONTIGUOUS) || types != 1 || depth > 8) return false;
+  std::vector<int> ints(static_cast<size_t>(integers) + 1);
+  std::vector<MPI_Aint> addrs(static_cast<size_t>(addresses) + 1);
+  MPI_Datatype base = MPI_DATATYPE_NULL;
+  if (PMPI_Type_get_contents(type, integers, addresses, types, ints.data(), addrs.data(), &base) != MPI_SUCCESS) {
+    return false;
+  }
+  const bool ordered = in_memory_order(base, depth + 1);
+  int base_integers = 0, base_addresses = 0, base_types = 0, base_combiner = 0;
+  PMPI_Type_get_envelope(base, &base_integers, &base_addresses, &base_types, &base_combiner);
+  if (base_combiner != MPI_COMBINER_NAMED) PMPI_Type_free(&base);  // get_contents handed out a copy
+  return ordered;
+}
+
+}  // namespace
+
 int describe(const void* buffer, MPI_Aint count, MPI_Datatype type, TypedBuffer* out) {
-  int size = 0;
+  MPI_Count size = 0;
   MPI_Aint lb = 0;
   MPI_Aint extent = 0;
   MPI_Aint true_lb = 0;
   MPI_Aint true_extent = 0;
-  int rc = PMPI_Type_size(type, &size);
+  int rc = PMPI_Type_size_x(type, &size);
   if (rc == MPI_SUCCESS) rc = PMPI_Type_get_extent(type, &lb, &extent);
   if (rc == MPI_SUCCESS) rc = PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
   if (rc != MPI_SUCCESS) return rc;
+  if (size < 0) return MPI_ERR_TYPE;  // MPI_UNDEFINED: a size MPI cannot count
   out->bytes = static_cast<size_t>(size) * static_cast<size_t>(count);
   out->extent = static_cast<size_t>(extent);
-  out->contiguous = true_extent == size && (count <= 1 || extent == size);
+  out->contiguous = true_extent == size && (count <= 1 || extent == size) && in_memory_order(type);
   // Addresses, not offsets: MPI_BOTTOM is address 0 plus absolute displacements.
   out->start = reinterpret_cast<char*>(reinterpret_cast<intptr_t>(buffer) + true_lb);
   return MPI_SUCCESS;

@@ -34,12 +34,17 @@ Reason map_reduction(MPI_Datatype type, MPI_Op op, Reduction* out);
 struct TypedBuffer {
   char* start = nullptr;     // first byte of the data when contiguous
   size_t bytes = 0;          // the type signature's size: count * MPI_Type_size
-  bool contiguous = false;   // one run of `bytes` bytes from `start`
+  bool contiguous = false;   // one run of `bytes` bytes from `start`, in signature order
   size_t extent = 0;         // of one element (to step between elements)
 };
 
 // MPI_SUCCESS, or MPI's error code for a datatype it rejects.
 int describe(const void* buffer, MPI_Aint count, MPI_Datatype type, TypedBuffer* out);
+
+// Data movement is served up to this many bytes per call (and per block):
+// MPI_Pack and the library's MPI legs count in ints. Signature sizes agree on
+// every rank, so larger calls go to MPI everywhere.
+constexpr size_t kMaxMovedBytes = 2147483647;
 
 // Packs / unpacks a non-contiguous buffer through `bytes` of scratch.
 int pack(const void* buffer, MPI_Aint count, MPI_Datatype type, std::vector<char>& scratch, size_t offset,

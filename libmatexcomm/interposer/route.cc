@@ -8,6 +8,7 @@ namespace matexinterpose {
 
 Reason route_before_arguments(MPI_Comm comm) {
   if (finalizing()) return Reason::kAfterFinalize;
+  install_finalize_hook(false);  // where MPI_Init was not ours to wrap (a no-op once installed)
   if (settings().mode == Mode::kOff) return Reason::kInactive;
   if (comm == MPI_COMM_NULL) return Reason::kInvalidArgument;
   return Reason::kServed;

@@ -25,7 +25,7 @@ Reason route_before_arguments(MPI_Comm comm);
 // algorithm (allgather, reduce_scatter, barrier), which auto leaves to MPI
 // without building a state. On kServed, *state is usable.
 // `inter_served`: the entry point serves intercommunicators (as local phases,
-// under MATEX_INTERPOSE=all; entry_intercomm.cc); *state->inter says which.
+// under MATEX_INTERPOSE=all; intercomm.cc); *state->inter says which.
 Reason route_to_state(MPI_Comm comm, int coll, size_t bytes, CommState** state, bool inter_served = false);
 
 constexpr int kOnlyMpiAlgorithm = -1;

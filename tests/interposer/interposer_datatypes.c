@@ -140,6 +140,38 @@ static void allgatherv_from_strided(int base) {
   free(recv);
 }
 
+/* The root sends 4n doubles in order; the others receive them through an
+ * indexed type that lists them out of memory order (a transpose of n x 4):
+ * dense, but not in memory order, so the bytes must follow the signature. */
+static void bcast_into_permuted_type(int n) {
+  int* lengths = malloc(sizeof(int) * (size_t)(4 * n));
+  int* places = malloc(sizeof(int) * (size_t)(4 * n));
+  for (int k = 0; k < 4 * n; ++k) {
+    lengths[k] = 1;
+    places[k] = (k % 4) * n + k / 4;  /* signature element k lands at places[k] */
+  }
+  MPI_Datatype transposed;
+  MPI_Type_indexed(4 * n, lengths, places, MPI_DOUBLE, &transposed);
+  MPI_Type_commit(&transposed);
+  double* data = malloc(sizeof(double) * (size_t)(4 * n));
+  int rc;
+  if (g_rank == 0) {
+    for (int k = 0; k < 4 * n; ++k) data[k] = value_at(0, k);
+    rc = MPI_Bcast(data, 4 * n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  } else {
+    for (int k = 0; k < 4 * n; ++k) data[k] = -7;
+    rc = MPI_Bcast(data, 1, transposed, 0, MPI_COMM_WORLD);
+  }
+  check(rc == MPI_SUCCESS, "MPI_Bcast into a permuted type returned %d", rc);
+  long wrong = 0;
+  for (int k = 0; k < 4 * n && g_rank != 0; ++k) wrong += data[places[k]] != value_at(0, k);
+  check(wrong == 0, "MPI_Bcast of %d doubles into a permuted indexed type: %ld wrong", 4 * n, wrong);
+  MPI_Type_free(&transposed);
+  free(lengths);
+  free(places);
+  free(data);
+}
+
 /* Sums pairs of doubles (a user op: MPI's predefined ops take predefined
  * types only). */
 static void add_pairs(void* in, void* inout, int* len, MPI_Datatype* type) {
@@ -177,6 +209,8 @@ int main(int argc, char** argv) {
     allgather_into_strided(sizes[s]);
   }
   for (int base = 0; base < 5; ++base) allgatherv_from_strided(base);
+  bcast_into_permuted_type(1);
+  bcast_into_permuted_type(1000);
   allreduce_of_derived_type();
   const int status = check_verdict("interposer_datatypes");
   MPI_Finalize();

@@ -121,7 +121,9 @@ MATEX_API matex_status_t matex_config_get_bytes(const char* name, size_t* bytes)
 /* ---- life cycle ------------------------------------------------------------ */
 /* Creates a communicator over MPI_COMM_WORLD. Initializes MPI (thread level
  * MPI_THREAD_MULTIPLE requested) if the caller has not; in that case the last
- * matex_finalize also finalizes MPI. Collective over MPI_COMM_WORLD. */
+ * matex_finalize of matex_init's communicators and their sub-communicators
+ * also finalizes MPI (matex_init_mpi's communicators never do: they live on
+ * the caller's MPI). Collective over MPI_COMM_WORLD. */
 MATEX_API matex_status_t matex_init(matex_comm_t* comm);
 /* Frees the communicator and sets *comm to NULL. Collective. */
 MATEX_API matex_status_t matex_finalize(matex_comm_t* comm);

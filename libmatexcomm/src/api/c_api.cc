@@ -24,6 +24,9 @@
 // finalized handle can never alias a newer communicator at the same address.
 struct matex_comm_s {
   std::unique_ptr<matexcomm::Communicator> impl;
+  // False for matex_init_mpi's communicators: they live on a caller's MPI
+  // (the MPI interposer's among them), so finalizing them never ends MPI.
+  bool counts_for_mpi = true;
 };
 
 namespace matexcomm::capi {
@@ -38,7 +41,7 @@ namespace {
 struct Registry {
   std::mutex mutex;
   std::unordered_set<matex_comm_t> shells;  // every handle ever handed out
-  int live = 0;                             // shells whose communicator exists
+  int live = 0;  // shells whose communicator exists, of those that count for MPI's lifetime
   bool we_initialized_mpi = false;
 };
 
@@ -75,12 +78,12 @@ void require_out(const void* pointer, const char* argument) {
   MATEX_REQUIRE(pointer != nullptr, MATEX_ERR_INVALID_ARG, std::string(argument) + " is NULL");
 }
 
-matex_comm_t register_communicator(std::unique_ptr<matexcomm::Communicator> impl) {
+matex_comm_t register_communicator(std::unique_ptr<matexcomm::Communicator> impl, bool counts_for_mpi) {
   Registry& reg = registry();
   std::lock_guard<std::mutex> lock(reg.mutex);
-  auto shell = new matex_comm_s{std::move(impl)};
+  auto shell = new matex_comm_s{std::move(impl), counts_for_mpi};
   reg.shells.insert(shell);
-  ++reg.live;
+  if (counts_for_mpi) ++reg.live;
   return shell;
 }
 
@@ -91,10 +94,10 @@ using matexcomm::capi::require_out;
 
 namespace {
 
-void create(MPI_Comm parent, matex_comm_t* out) {
+void create(MPI_Comm parent, matex_comm_t* out, bool counts_for_mpi) {
   require_out(out, "comm");
   *out = nullptr;
-  *out = matexcomm::capi::register_communicator(std::make_unique<matexcomm::Communicator>(parent));
+  *out = matexcomm::capi::register_communicator(std::make_unique<matexcomm::Communicator>(parent), counts_for_mpi);
 }
 
 matex_status_t query(matex_comm_t comm, int* out, int matexcomm::topo::Layout::*field) {
@@ -176,7 +179,7 @@ matex_status_t matex_init(matex_comm_t* comm) {
       matexcomm::check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
       registry().we_initialized_mpi = true;
     }
-    create(MPI_COMM_WORLD, comm);
+    create(MPI_COMM_WORLD, comm, true);
   });
 }
 
@@ -187,7 +190,7 @@ matex_status_t matex_init_mpi(MPI_Comm mpi_comm, matex_comm_t* comm) {
     MPI_Initialized(&initialized);
     if (!initialized) MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "matex_init_mpi needs MPI to be initialized first");
     MATEX_REQUIRE(mpi_comm != MPI_COMM_NULL, MATEX_ERR_INVALID_ARG, "mpi_comm is MPI_COMM_NULL");
-    create(mpi_comm, comm);
+    create(mpi_comm, comm, false);
   });
 }
 
@@ -201,7 +204,7 @@ matex_status_t matex_finalize(matex_comm_t* comm) {
     {
       std::lock_guard<std::mutex> lock(reg.mutex);
       owned = std::move((*comm)->impl);  // the shell stays registered, now dead
-      last = --reg.live == 0;
+      last = (*comm)->counts_for_mpi && --reg.live == 0;
     }
     *comm = nullptr;
     owned.reset();

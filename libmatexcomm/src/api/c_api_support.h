@@ -48,8 +48,9 @@ matex_status_t guarded(Body&& body) noexcept {
 // The communicator behind a handle, or MATEX_ERR_NOT_INITIALIZED.
 matexcomm::Communicator& live_comm(matex_comm_t comm);
 void require_out(const void* pointer, const char* argument);
-// Hands out a new handle for a communicator built inside the library (counts
-// as live for the finalize bookkeeping, like one from matex_init).
-matex_comm_t register_communicator(std::unique_ptr<matexcomm::Communicator> impl);
+// Hands out a new handle for a communicator built inside the library.
+// `counts_for_mpi`: finalizing the last such handle ends MPI when matex_init
+// started it (matex_init's and sub-communicators: yes; matex_init_mpi's: no).
+matex_comm_t register_communicator(std::unique_ptr<matexcomm::Communicator> impl, bool counts_for_mpi = true);
 
 }  // namespace matexcomm::capi
