@@ -197,7 +197,6 @@ CommState* known_state_of(MPI_Comm comm) {
 CommState* state_of(MPI_Comm comm) {
   if (CommState* known = known_state_of(comm)) return known;
   const int keyval = state_keyval();
-  install_finalize_hook(false);
   auto* slot = new Slot;
   int inter = 0;
   PMPI_Comm_test_inter(comm, &inter);

@@ -6,7 +6,6 @@
 #include <mpi.h>
 
 #include <climits>
-#include <cstdint>
 #include <vector>
 
 #include "call_report.h"
@@ -36,10 +35,6 @@ int bcast_served(CommState& state, MPI_Comm comm, void* buffer, MPI_Aint count, 
 }
 
 namespace {
-
-char* address(const void* base, MPI_Aint offset_bytes) {
-  return reinterpret_cast<char*>(reinterpret_cast<intptr_t>(base) + static_cast<intptr_t>(offset_bytes));
-}
 
 bool root_is_valid(const CommState& state, int root) {
   if (state.inter) return root == MPI_ROOT || root == MPI_PROC_NULL || (root >= 0 && root < state.groups.remote_size);
@@ -120,7 +115,7 @@ int gather_blocks(CommState& state, const char* entry, MPI_Comm comm, const void
     offset += g.block_bytes[r];
   }
   scratch.resize(g.total);
-  rc = in_place ? pack(address(recvbuf, g.block_offsets[me]), g.block_counts[me], recvtype, scratch, packed[me],
+  rc = in_place ? pack(byte_address(recvbuf, g.block_offsets[me]), g.block_counts[me], recvtype, scratch, packed[me],
                        g.block_bytes[me], comm)
                 : pack(sendbuf, sendcount, sendtype, scratch, packed[me], g.block_bytes[me], comm);
   if (rc != MPI_SUCCESS) return raise_mpi_on(comm, entry, rc);
@@ -128,7 +123,7 @@ int gather_blocks(CommState& state, const char* entry, MPI_Comm comm, const void
                                            g.block_bytes.data(), packed.data(), MATEX_UINT8);
   if (status != MATEX_SUCCESS) return raise_on(comm, entry, status);
   for (size_t r = 0; r < packed.size(); ++r) {
-    rc = unpack(scratch, packed[r], g.block_bytes[r], address(recvbuf, g.block_offsets[r]), g.block_counts[r],
+    rc = unpack(scratch, packed[r], g.block_bytes[r], byte_address(recvbuf, g.block_offsets[r]), g.block_counts[r],
                 recvtype, comm);
     if (rc != MPI_SUCCESS) return raise_mpi_on(comm, entry, rc);
   }
@@ -141,14 +136,15 @@ template <class Count, class Displ>
 Reason plan_gathering(MPI_Comm comm, const Count* counts, Count equal_count, const Displ* displs,
                       MPI_Datatype recvtype, Gathering* g) {
   int size = 0;
-  int type_size = 0;
+  MPI_Count type_size = 0;
   MPI_Aint lb = 0;
   MPI_Aint extent = 0;
   if (recvtype == MPI_DATATYPE_NULL || PMPI_Comm_size(comm, &size) != MPI_SUCCESS ||
-      PMPI_Type_size(recvtype, &type_size) != MPI_SUCCESS ||
+      PMPI_Type_size_x(recvtype, &type_size) != MPI_SUCCESS ||
       PMPI_Type_get_extent(recvtype, &lb, &extent) != MPI_SUCCESS) {
     return Reason::kInvalidArgument;
   }
+  if (type_size < 0) return Reason::kTooLarge;  // MPI_UNDEFINED: more bytes than MPI counts
   for (int r = 0; r < size; ++r) {
     const Count count = counts != nullptr ? counts[r] : equal_count;
     if (count < 0) return Reason::kInvalidArgument;

@@ -41,7 +41,7 @@ Function next_definition(const char* name) {
 
 void init_then_hook(const char* name, MPI_Fint* ierr) {
   using Init = void (*)(MPI_Fint*);
-  static const Init original = next_definition<Init>(name);
+  const Init original = next_definition<Init>(name);  // once per process: no cache to mix names up
   if (original == nullptr) return set_error(ierr, MPI_ERR_OTHER);
   original(ierr);
   if (ierr == nullptr || *ierr == MPI_SUCCESS) matexinterpose::install_finalize_hook(true);
@@ -49,7 +49,7 @@ void init_then_hook(const char* name, MPI_Fint* ierr) {
 
 void init_thread_then_hook(const char* name, MPI_Fint* required, MPI_Fint* provided, MPI_Fint* ierr) {
   using Init = void (*)(MPI_Fint*, MPI_Fint*, MPI_Fint*);
-  static const Init original = next_definition<Init>(name);
+  const Init original = next_definition<Init>(name);
   if (original == nullptr) return set_error(ierr, MPI_ERR_OTHER);
   original(required, provided, ierr);
   if (ierr == nullptr || *ierr == MPI_SUCCESS) matexinterpose::install_finalize_hook(true);

@@ -21,8 +21,9 @@ namespace {
 
 template <class Fallback>
 int pass(Entry entry, Fallback&& pmpi) {
-  if (!finalizing()) install_finalize_hook(false);  // a no-op once installed
-  count_call(entry, finalizing() ? Reason::kAfterFinalize : Reason::kNonblocking, 0);
+  const bool late = finalizing();
+  if (!late) install_finalize_hook(false);  // a no-op once installed
+  count_call(entry, late ? Reason::kAfterFinalize : Reason::kNonblocking, 0);
   return pmpi();
 }
 

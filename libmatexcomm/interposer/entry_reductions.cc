@@ -21,18 +21,26 @@ namespace {
 
 const void* matex_send(const void* sendbuf) { return sendbuf == MPI_IN_PLACE ? MATEX_IN_PLACE : sendbuf; }
 
+// How a reduction's call may be served.
+struct ReductionRoute {
+  int coll = kOnlyMpiAlgorithm;  // for route_to_state
+  bool inter_served = false;     // served between two groups (intercomm.h)
+  bool bytes_limited = false;    // more than kMaxMovedBytes goes to MPI (reduce_scatter's int counts)
+};
+
 // The checks the four share; on kServed, *reduction and *state are set.
 // recvbuf == MPI_IN_PLACE is an error MPI reports (recvbuf: nullptr where it
 // is not significant).
 template <class Count>
-Reason route_reduction(MPI_Comm comm, const void* recvbuf, Count count, MPI_Datatype type, MPI_Op op, int coll,
-                       size_t elements, Reduction* reduction, CommState** state, size_t* bytes,
-                       bool inter_served = false) {
+Reason route_reduction(MPI_Comm comm, const void* recvbuf, Count count, MPI_Datatype type, MPI_Op op,
+                       const ReductionRoute& route, size_t elements, Reduction* reduction, CommState** state,
+                       size_t* bytes) {
   Reason reason = route_before_arguments(comm);
   if (reason == Reason::kServed && (count < 0 || recvbuf == MPI_IN_PLACE)) reason = Reason::kInvalidArgument;
   if (reason == Reason::kServed) reason = map_reduction(type, op, reduction);
   *bytes = elements * reduction->element_bytes;
-  if (reason == Reason::kServed) reason = route_to_state(comm, coll, *bytes, state, inter_served);
+  if (reason == Reason::kServed) reason = route_to_state(comm, route.coll, *bytes, state, route.inter_served);
+  if (reason == Reason::kServed && route.bytes_limited && *bytes > kMaxMovedBytes) reason = Reason::kTooLarge;
   return reason;
 }
 
@@ -42,8 +50,8 @@ int allreduce(Entry entry, const void* sendbuf, void* recvbuf, Count count, MPI_
   Reduction reduction;
   CommState* state = nullptr;
   size_t bytes = 0;
-  Reason reason = route_reduction(comm, recvbuf, count, type, op, MATEX_COLL_ALLREDUCE, static_cast<size_t>(count),
-                                  &reduction, &state, &bytes, true);
+  Reason reason = route_reduction(comm, recvbuf, count, type, op, ReductionRoute{MATEX_COLL_ALLREDUCE, true, false},
+                                  static_cast<size_t>(count), &reduction, &state, &bytes);
   // Between two groups MPI has no in place; the leaders' exchange takes int counts.
   if (reason == Reason::kServed && state->inter && sendbuf == MPI_IN_PLACE) reason = Reason::kInvalidArgument;
   if (reason == Reason::kServed && state->inter && count > INT_MAX) reason = Reason::kIntercomm;
@@ -61,8 +69,8 @@ int reduce(Entry entry, const void* sendbuf, void* recvbuf, Count count, MPI_Dat
   Reduction reduction;
   CommState* state = nullptr;
   size_t bytes = 0;
-  Reason reason = route_reduction(comm, nullptr, count, type, op, MATEX_COLL_REDUCE, static_cast<size_t>(count), &reduction,
-                                  &state, &bytes);
+  Reason reason = route_reduction(comm, nullptr, count, type, op, ReductionRoute{MATEX_COLL_REDUCE, false, false},
+                                  static_cast<size_t>(count), &reduction, &state, &bytes);
   if (reason == Reason::kServed && (root < 0 || root >= state->size)) reason = Reason::kInvalidArgument;
   count_call(entry, reason, bytes);
   if (reason != Reason::kServed) return pmpi();
@@ -81,10 +89,9 @@ int reduce_scatter_block(Entry entry, const void* sendbuf, void* recvbuf, Count 
   size_t bytes = 0;
   int size = 0;
   if (comm != MPI_COMM_NULL) PMPI_Comm_size(comm, &size);
-  Reason reason = route_reduction(comm, recvbuf, recvcount, type, op, kOnlyMpiAlgorithm,
+  Reason reason = route_reduction(comm, recvbuf, recvcount, type, op, ReductionRoute{kOnlyMpiAlgorithm, false, true},
                                   static_cast<size_t>(recvcount) * static_cast<size_t>(size), &reduction, &state,
                                   &bytes);
-  if (reason == Reason::kServed && bytes > kMaxMovedBytes) reason = Reason::kTooLarge;
   count_call(entry, reason, bytes);
   if (reason != Reason::kServed) return pmpi();
   return raise_on(comm, "MPI_Reduce_scatter_block",
@@ -117,22 +124,23 @@ int reduce_scatter(Entry entry, const void* sendbuf, void* recvbuf, const Count*
   Reduction reduction;
   CommState* state = nullptr;
   size_t bytes = 0;
-  int size = 0;
-  Reason reason = route_before_arguments(comm);
   std::vector<size_t> counts;
-  if (reason == Reason::kServed) {
+  bool counts_valid = recvcounts != nullptr;
+  if (counts_valid && comm != MPI_COMM_NULL) {
+    int size = 0;
     PMPI_Comm_size(comm, &size);
-    for (int r = 0; r < size && recvcounts != nullptr; ++r) {
-      if (recvcounts[r] < 0) reason = Reason::kInvalidArgument;
+    for (int r = 0; r < size; ++r) {
+      counts_valid = counts_valid && recvcounts[r] >= 0;
       counts.push_back(static_cast<size_t>(recvcounts[r]));
     }
-    if (recvcounts == nullptr) reason = Reason::kInvalidArgument;
   }
   const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+  Reason reason = route_before_arguments(comm);
+  if (reason == Reason::kServed && !counts_valid) reason = Reason::kInvalidArgument;
   if (reason == Reason::kServed) {
-    reason = route_reduction(comm, recvbuf, Count{0}, type, op, kOnlyMpiAlgorithm, total, &reduction, &state, &bytes);
+    reason = route_reduction(comm, recvbuf, Count{0}, type, op, ReductionRoute{kOnlyMpiAlgorithm, false, true}, total,
+                             &reduction, &state, &bytes);
   }
-  if (reason == Reason::kServed && bytes > kMaxMovedBytes) reason = Reason::kTooLarge;
   count_call(entry, reason, bytes);
   if (reason != Reason::kServed) return pmpi();
   const bool even = std::all_of(counts.begin(), counts.end(), [&](size_t c) { return c == counts[0]; });

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cctype>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -25,16 +24,6 @@ bool process_is_python() {
   return std::strncmp(name, "python", 6) == 0;
 }
 
-// A kBool row's value, already validated by matex_config_get.
-bool is_true(const char* value) {
-  std::string text;
-  for (const char* c = value != nullptr ? value : ""; *c != '\0'; ++c) {
-    if (!std::isspace(static_cast<unsigned char>(*c))) text += *c;
-  }
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text == "1" || text == "true" || text == "yes" || text == "on";
-}
-
 void warn(const std::string& text) {
   std::fprintf(stderr, "matex interposer: %s\n", text.c_str());
 }
@@ -50,22 +39,24 @@ bool read(const char* name, std::string* value) {
 Settings read_settings() {
   Settings result;
   std::string mode;
-  std::string report;
-  std::string enable;
-  if (!read("MATEX_INTERPOSE", &mode) || !read("MATEX_INTERPOSE_REPORT", &report) ||
-      !read("MATEX_ENABLE", &enable) ||
+  int report = 0;
+  int enable = 0;
+  if (!read("MATEX_INTERPOSE", &mode) || matex_config_get_bool("MATEX_INTERPOSE_REPORT", &report) != MATEX_SUCCESS ||
+      matex_config_get_bool("MATEX_ENABLE", &enable) != MATEX_SUCCESS ||
       matex_config_get_bytes("MATEX_INTERPOSE_MIN_BYTES", &result.min_bytes) != MATEX_SUCCESS) {
     warn(std::string("libmatexcomm serves nothing in this process, MPI runs every collective: ") + matex_last_error());
     result.stand_aside = true;
+    // The table's default: this rank cannot know its peers' value, so its route
+    // matches theirs only where they keep the default too (docs/mpi-interposer.md).
     result.min_bytes = 1024;
     return result;
   }
-  result.report = is_true(report.c_str());
+  result.report = report != 0;
   if (mode == "off") {
     result.mode = Mode::kOff;
   } else {
     result.mode = mode == "all" ? Mode::kAll : Mode::kAuto;
-    result.stand_aside = result.mode == Mode::kAuto && is_true(enable.c_str()) && process_is_python();
+    result.stand_aside = result.mode == Mode::kAuto && enable != 0 && process_is_python();
   }
   return result;
 }

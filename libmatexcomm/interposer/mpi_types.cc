@@ -167,8 +167,7 @@ int describe(const void* buffer, MPI_Aint count, MPI_Datatype type, TypedBuffer*
   out->bytes = static_cast<size_t>(size) * static_cast<size_t>(count);
   out->extent = static_cast<size_t>(extent);
   out->contiguous = true_extent == size && (count <= 1 || extent == size) && in_memory_order(type);
-  // Addresses, not offsets: MPI_BOTTOM is address 0 plus absolute displacements.
-  out->start = reinterpret_cast<char*>(reinterpret_cast<intptr_t>(buffer) + true_lb);
+  out->start = byte_address(buffer, true_lb);
   return MPI_SUCCESS;
 }
 

@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "call_report.h"
@@ -29,6 +30,12 @@ struct Reduction {
 // Reason::kServed with *out filled, or why the pair goes to PMPI
 // (Reason::kDatatype or Reason::kOp).
 Reason map_reduction(MPI_Datatype type, MPI_Op op, Reduction* out);
+
+// `offset` bytes from `base`, as addresses: MPI_BOTTOM is address 0, so an
+// absolute displacement from it is an address too.
+inline char* byte_address(const void* base, MPI_Aint offset) {
+  return reinterpret_cast<char*>(reinterpret_cast<intptr_t>(base) + static_cast<intptr_t>(offset));
+}
 
 // Where `count` elements of `type` at `buffer` lie (MPI_BOTTOM allowed).
 struct TypedBuffer {

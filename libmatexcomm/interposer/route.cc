@@ -26,11 +26,11 @@ Reason route_to_state(MPI_Comm comm, int coll, size_t bytes, CommState** state, 
     if (inter && (automatic || !inter_served)) return Reason::kIntercomm;
     found = state_of(comm);
   }
-  if (found != nullptr && found->inter && (automatic || !inter_served)) return Reason::kIntercomm;
   if (found == nullptr) return Reason::kInvalidArgument;
   if (found->inter) {
-    // libmatexcomm has no algorithm between two groups: auto leaves them to MPI.
-    if (found->groups.local == MPI_COMM_NULL) return Reason::kIntercomm;
+    // libmatexcomm has no algorithm between two groups: auto leaves them to
+    // MPI, and `all` serves them in phases where the entry point can.
+    if (automatic || !inter_served || found->groups.local == MPI_COMM_NULL) return Reason::kIntercomm;
     *state = found;
     return Reason::kServed;
   }

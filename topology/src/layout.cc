@@ -114,7 +114,9 @@ Layout assign_virtual_nodes(int rank, const std::string& spec, const Exchanged& 
   check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &world_size), "MPI_Comm_size (MPI_COMM_WORLD)");
   const std::vector<int> sizes = parse_virtual_nodes(spec, world_size);
   std::vector<int> node_of_world_rank;
-  for (int node = 0; node < static_cast<int>(sizes.size()); ++node) node_of_world_rank.insert(node_of_world_rank.end(), sizes[node], node);
+  for (int node = 0; node < static_cast<int>(sizes.size()); ++node) {
+    node_of_world_rank.insert(node_of_world_rank.end(), sizes[node], node);
+  }
   const int members = static_cast<int>(exchanged.world_ranks.size());
   std::vector<int> node_ids(members);
   std::map<int, int> first_member_of_node;
@@ -133,19 +135,15 @@ Layout assign_virtual_nodes(int rank, const std::string& spec, const Exchanged& 
   return layout_from_assignment(rank, node_ids, exchanged.host_ids, true);
 }
 
-// Node index = order of first appearance of the host id by world rank.
-void assign_host_nodes(Layout& layout, const std::vector<std::string>& host_ids) {
+// Hosts are the nodes: ranks with equal host ids share one (numbered by
+// first appearance, as layout_from_assignment does).
+Layout assign_host_nodes(int rank, const std::vector<std::string>& host_ids) {
   std::map<std::string, int> node_of_host;
-  for (int rank = 0; rank < layout.world_size; ++rank) {
-    auto inserted = node_of_host.emplace(host_ids[rank], static_cast<int>(layout.node_hosts.size()));
-    if (inserted.second) {
-      layout.node_hosts.push_back(host_ids[rank]);
-      layout.node_sizes.push_back(0);
-    }
-    int node = inserted.first->second;
-    layout.node_of_rank[rank] = node;
-    ++layout.node_sizes[node];
+  std::vector<int> node_ids;
+  for (const std::string& host : host_ids) {
+    node_ids.push_back(node_of_host.emplace(host, static_cast<int>(node_of_host.size())).first->second);
   }
+  return layout_from_assignment(rank, node_ids, host_ids, false);
 }
 
 }  // namespace
@@ -162,25 +160,14 @@ bool Layout::uniform() const {
 
 Layout discover_layout(MPI_Comm comm, const std::string& virtual_nodes_spec,
                        const std::string& host_id) {
-  Layout layout;
-  check_mpi(MPI_Comm_rank(comm, &layout.world_rank), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(comm, &layout.world_size), "MPI_Comm_size");
-  Exchanged exchanged = exchange_host_ids(comm, layout.world_size, host_id, virtual_nodes_spec);
+  int rank = 0;
+  int size = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  Exchanged exchanged = exchange_host_ids(comm, size, host_id, virtual_nodes_spec);
   require_same_spec_everywhere(exchanged, virtual_nodes_spec);
-  if (!virtual_nodes_spec.empty()) return assign_virtual_nodes(layout.world_rank, virtual_nodes_spec, exchanged);
-
-  layout.node_of_rank.assign(layout.world_size, 0);
-  assign_host_nodes(layout, exchanged.host_ids);
-  layout.node_count = static_cast<int>(layout.node_sizes.size());
-  layout.local_rank_of_rank.assign(layout.world_size, 0);
-  std::vector<int> seen_on_node(layout.node_count, 0);
-  for (int rank = 0; rank < layout.world_size; ++rank) {
-    layout.local_rank_of_rank[rank] = seen_on_node[layout.node_of_rank[rank]]++;
-  }
-  layout.node_index = layout.node_of_rank[layout.world_rank];
-  layout.local_rank = layout.local_rank_of_rank[layout.world_rank];
-  layout.local_size = layout.node_sizes[layout.node_index];
-  return layout;
+  if (!virtual_nodes_spec.empty()) return assign_virtual_nodes(rank, virtual_nodes_spec, exchanged);
+  return assign_host_nodes(rank, exchanged.host_ids);
 }
 
 }  // namespace matexcomm::topo

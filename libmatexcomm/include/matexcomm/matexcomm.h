@@ -117,6 +117,9 @@ MATEX_API matex_status_t matex_config_get(const char* name, const char** value);
  * "64K" is 65536), with the errors of matex_config_get, and
  * MATEX_ERR_INVALID_ARG for a setting of another type. */
 MATEX_API matex_status_t matex_config_get_bytes(const char* name, size_t* bytes);
+/* The value of a boolean setting (1 or 0; "yes", "on", "true" count as 1),
+ * with the errors of matex_config_get_bytes. */
+MATEX_API matex_status_t matex_config_get_bool(const char* name, int* value);
 
 /* ---- life cycle ------------------------------------------------------------ */
 /* Creates a communicator over MPI_COMM_WORLD. Initializes MPI (thread level

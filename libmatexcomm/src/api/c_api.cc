@@ -145,6 +145,12 @@ const matexcomm::ConfigEntry& config_row(const char* name) {
                                                                     "(docs/configuration.md lists them)");
 }
 
+// The row of `name`, which must be of `type` (`what` names the kind).
+void require_row_type(const char* name, matexcomm::ConfigType type, const char* what) {
+  MATEX_REQUIRE(config_row(name).type == type, MATEX_ERR_INVALID_ARG,
+                std::string("name = \"") + name + "\" is not a " + what + " setting");
+}
+
 }  // namespace
 
 matex_status_t matex_config_get(const char* name, const char** value) {
@@ -160,9 +166,16 @@ matex_status_t matex_config_get(const char* name, const char** value) {
 matex_status_t matex_config_get_bytes(const char* name, size_t* bytes) {
   return guarded([&] {
     require_out(bytes, "bytes");
-    MATEX_REQUIRE(config_row(name).type == matexcomm::ConfigType::kBytes, MATEX_ERR_INVALID_ARG,
-                  std::string("name = \"") + name + "\" is not a byte-count setting");
+    require_row_type(name, matexcomm::ConfigType::kBytes, "byte-count");
     *bytes = matexcomm::Config::from_environment().get_bytes(name);
+  });
+}
+
+matex_status_t matex_config_get_bool(const char* name, int* value) {
+  return guarded([&] {
+    require_out(value, "value");
+    require_row_type(name, matexcomm::ConfigType::kBool, "boolean");
+    *value = matexcomm::Config::from_environment().get_bool(name) ? 1 : 0;
   });
 }
 

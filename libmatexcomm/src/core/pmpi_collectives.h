@@ -10,7 +10,7 @@
 // or not. The cost: a PMPI-based profiler (mpiP, Score-P) sees these calls of
 // ours only as the user's call that contained them.
 //
-// The list is the interposer's collectives. The test mpi.interposer.no_reentry
+// The list is the interposer's collectives. The test interposer.no_reentry
 // fails when libmatexcomm.so imports any MPI_ symbol that libmatexcomm_mpi.so
 // defines. Everything else, point to point, communicator management and
 // MPI_Init_thread included, keeps its MPI_ name.
