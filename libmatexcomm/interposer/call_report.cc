@@ -2,9 +2,11 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -26,12 +28,51 @@ constexpr const char* kReasonNames[kReasons] = {
     "served", "interposer inactive", "auto runs MPI's own", "below MATEX_INTERPOSE_MIN_BYTES", "datatype", "op", "intercommunicator",
     "invalid argument", "nonblocking", "MPI-4 form", "over 2 GiB", "no libmatexcomm state", "after MPI_Finalize"};
 
-struct Counter {
-  std::atomic<uint64_t> calls{0};
-  std::atomic<uint64_t> bytes{0};
+// Each thread counts into a block of its own, so a call pays no locked
+// instruction: only its thread writes a block (a relaxed load and store),
+// and the report reads them all. A thread's block is folded into the
+// retired totals when the thread exits.
+struct Block {
+  std::atomic<uint64_t> calls[kEntries][kReasons] = {};
+  std::atomic<uint64_t> bytes[kEntries][kReasons] = {};
 };
 
-Counter g_counters[kEntries][kReasons];
+std::mutex g_blocks_mutex;                          // guards the two below
+Block g_retired;                                    // from threads that exited
+std::vector<Block*>* g_live_blocks = new std::vector<Block*>;  // never freed: threads may exit late
+
+thread_local Block* t_block __attribute__((tls_model("initial-exec"))) = nullptr;
+
+void add(std::atomic<uint64_t>& counter, uint64_t amount) {
+  counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
+}
+
+// Owns the calling thread's block; its destructor runs at thread exit.
+struct ThreadBlock {
+  Block* block = new Block;
+  ThreadBlock() {
+    std::lock_guard<std::mutex> lock(g_blocks_mutex);
+    g_live_blocks->push_back(block);
+  }
+  ~ThreadBlock() {
+    std::lock_guard<std::mutex> lock(g_blocks_mutex);
+    for (int e = 0; e < kEntries; ++e) {
+      for (int r = 0; r < kReasons; ++r) {
+        g_retired.calls[e][r].fetch_add(block->calls[e][r].load(std::memory_order_relaxed));
+        g_retired.bytes[e][r].fetch_add(block->bytes[e][r].load(std::memory_order_relaxed));
+      }
+    }
+    g_live_blocks->erase(std::find(g_live_blocks->begin(), g_live_blocks->end(), block));
+    t_block = nullptr;
+    delete block;
+  }
+};
+
+Block* this_thread_block() {
+  thread_local ThreadBlock owner;
+  t_block = owner.block;
+  return t_block;
+}
 
 std::string with_unit(uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -49,17 +90,26 @@ std::string with_unit(uint64_t bytes) {
 }  // namespace
 
 void count_call(Entry entry, Reason reason, size_t bytes) {
-  Counter& counter = g_counters[static_cast<int>(entry)][static_cast<int>(reason)];
-  counter.calls.fetch_add(1, std::memory_order_relaxed);
-  counter.bytes.fetch_add(bytes, std::memory_order_relaxed);
+  Block* block = t_block != nullptr ? t_block : this_thread_block();
+  add(block->calls[static_cast<int>(entry)][static_cast<int>(reason)], 1);
+  add(block->bytes[static_cast<int>(entry)][static_cast<int>(reason)], bytes);
 }
 
 void print_report(bool every_rank) {
   std::vector<uint64_t> mine(2 * kEntries * kReasons);
-  for (int e = 0; e < kEntries; ++e) {
-    for (int r = 0; r < kReasons; ++r) {
-      mine[2 * (e * kReasons + r)] = g_counters[e][r].calls.load();
-      mine[2 * (e * kReasons + r) + 1] = g_counters[e][r].bytes.load();
+  {
+    std::lock_guard<std::mutex> lock(g_blocks_mutex);
+    for (int e = 0; e < kEntries; ++e) {
+      for (int r = 0; r < kReasons; ++r) {
+        uint64_t calls = g_retired.calls[e][r].load();
+        uint64_t bytes = g_retired.bytes[e][r].load();
+        for (const Block* block : *g_live_blocks) {
+          calls += block->calls[e][r].load(std::memory_order_relaxed);
+          bytes += block->bytes[e][r].load(std::memory_order_relaxed);
+        }
+        mine[2 * (e * kReasons + r)] = calls;
+        mine[2 * (e * kReasons + r) + 1] = bytes;
+      }
     }
   }
   std::vector<uint64_t> sums(mine.size());

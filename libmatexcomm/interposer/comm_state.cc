@@ -31,7 +31,9 @@ struct Recent {
   CommState* state = nullptr;
   uint64_t generation = 0;
 };
-thread_local Recent t_recent;
+// initial-exec: the hot path reads it with no call into the dynamic linker
+// (the library is preloaded or linked, never dlopen'ed late).
+thread_local Recent t_recent __attribute__((tls_model("initial-exec")));
 bool g_hook_from_init = false;
 
 struct Slot {

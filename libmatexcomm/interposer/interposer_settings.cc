@@ -5,7 +5,6 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <string>
 
 #include "matexcomm/matexcomm.h"
@@ -48,7 +47,7 @@ Settings read_settings() {
     result.stand_aside = true;
     // The table's default: this rank cannot know its peers' value, so its route
     // matches theirs only where they keep the default too (docs/mpi-interposer.md).
-    result.min_bytes = 1024;
+    result.min_bytes = 0;
     return result;
   }
   result.report = report != 0;
@@ -64,9 +63,7 @@ Settings read_settings() {
 }  // namespace
 
 const Settings& settings() {
-  static std::once_flag once;
-  static Settings value;
-  std::call_once(once, [] { value = read_settings(); });
+  static const Settings value = read_settings();  // once, thread-safe
   return value;
 }
 

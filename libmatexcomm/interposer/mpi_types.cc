@@ -1,5 +1,6 @@
 #include "mpi_types.h"
 
+#include <atomic>
 #include <climits>
 #include <cstdint>
 
@@ -114,16 +115,32 @@ bool map_op(Family family, MPI_Op op, matex_op_t* out) {
 
 }  // namespace
 
-Reason map_reduction(MPI_Datatype type, MPI_Op op, Reduction* out) {
+namespace {
+
+// The table's entry for a predefined type, or nullptr. Programs mostly reduce
+// one type over and over, so the last one found is tried first.
+const TypeEntry* find_type(MPI_Datatype type) {
+  static std::atomic<const TypeEntry*> last_found{nullptr};
+  const TypeEntry* last = last_found.load(std::memory_order_relaxed);
+  if (last != nullptr && last->type == type) return last;
   for (const TypeEntry& entry : type_table()) {
     if (entry.type != type) continue;
-    if (!map_op(entry.family, op, &out->op)) return Reason::kOp;
-    out->dtype = entry.dtype;
-    out->count_factor = entry.family == Family::kComplex ? 2 : 1;
-    out->element_bytes = entry.bytes;
-    return Reason::kServed;
+    last_found.store(&entry, std::memory_order_relaxed);
+    return &entry;
   }
-  return Reason::kDatatype;
+  return nullptr;
+}
+
+}  // namespace
+
+Reason map_reduction(MPI_Datatype type, MPI_Op op, Reduction* out) {
+  const TypeEntry* entry = find_type(type);
+  if (entry == nullptr) return Reason::kDatatype;
+  if (!map_op(entry->family, op, &out->op)) return Reason::kOp;
+  out->dtype = entry->dtype;
+  out->count_factor = entry->family == Family::kComplex ? 2 : 1;
+  out->element_bytes = entry->bytes;
+  return Reason::kServed;
 }
 
 namespace {

@@ -15,9 +15,10 @@ Reason route_before_arguments(MPI_Comm comm) {
 }
 
 Reason route_to_state(MPI_Comm comm, int coll, size_t bytes, CommState** state, bool inter_served) {
-  const bool automatic = settings().mode == Mode::kAuto;
+  const Settings& configured = settings();
+  const bool automatic = configured.mode == Mode::kAuto;
   if (automatic && coll == kOnlyMpiAlgorithm) return Reason::kMpiChoice;
-  if (automatic && bytes < settings().min_bytes) return Reason::kBelowFloor;
+  if (automatic && bytes < configured.min_bytes) return Reason::kBelowFloor;
   CommState* found = known_state_of(comm);
   if (found == nullptr) {
     // Not built yet: an intercommunicator that will not be served needs none.

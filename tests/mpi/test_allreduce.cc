@@ -33,7 +33,7 @@ const char* placement_label(int p) {
 }
 
 constexpr size_t kHugeCount = 4194307;
-constexpr size_t kCounts[] = {0, 1, 7, 1023, 65537, kHugeCount};
+constexpr size_t kCounts[] = {0, 1, 3, 7, 1023, 65537, kHugeCount};
 const char* const kAlgorithms[] = {"flat", "rs_ar_ag", "rab", "oneshot", "rs_ar_ag_cma"};
 constexpr int kAlgorithmCount = sizeof(kAlgorithms) / sizeof(kAlgorithms[0]);
 

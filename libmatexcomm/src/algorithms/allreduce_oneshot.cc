@@ -8,7 +8,9 @@
 //   that has seen every post of round t knows its neighbours finished reading
 //   round t-2, so the buffer set is free again without another wait.
 // Cost: one flag wait per call (alpha_shm) + q n / B_L1. Beats rab (two
-//   waits) while q n is small; chosen up to MATEX_RAB_MAX_BYTES.
+//   waits) while q n is small; chosen up to MATEX_RAB_MAX_BYTES. Up to 24
+//   bytes travel inside the flag's cache line, so a peer's post and data
+//   arrive in one transfer.
 // Preconditions: one node (node_count == 1); with several nodes rab is used.
 #include <algorithm>
 
@@ -32,10 +34,13 @@ void allreduce_oneshot(const CollectiveContext& ctx, const AllreduceArgs& args) 
   const int q = shm.local_size();
   for (size_t done = 0; done < args.count; done += chunk) {
     const size_t n = std::min(chunk, args.count - done);
-    const uint64_t round = shm.stage_input(static_cast<const char*>(args.send) + done * element, n * element,
-                                           descriptor);
+    const char* in = static_cast<const char*>(args.send) + done * element;
+    // A few elements ride in the post's cache line: one transfer per peer, not two.
+    const bool tiny = n * element <= ShmNodeChannel::kInlineBytes;
+    const uint64_t round = tiny ? shm.stage_inline(in, n * element, descriptor)
+                                : shm.stage_input(in, n * element, descriptor);
     char* out = static_cast<char*>(args.recv) + done * element;
-    reduce_sources(args.dtype, args.op, out, shm.slots(round), q, n);
+    reduce_sources(args.dtype, args.op, out, tiny ? shm.inline_slots(round) : shm.slots(round), q, n);
     if (args.op == MATEX_AVG) divide_elements(args.dtype, out, n, ctx.layout->world_size);
     shm.mark_ready(round);
   }

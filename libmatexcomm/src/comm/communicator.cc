@@ -241,7 +241,7 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   const bool cold = hints.cold_output && send != recv;
   const AllreduceAlgorithm& algorithm = allreduce_registry()[chosen];
   last_[MATEX_COLL_ALLREDUCE] = algorithm.name;
-  const bool compared_inside_node = shm_ != nullptr && std::string(algorithm.name) != "flat";
+  const bool compared_inside_node = shm_ != nullptr && algorithm.hierarchical;
   run_collective(reduction_call(CallKind::kAllreduce, count, dtype, op), [&] {
     // Even with count 0 the hierarchical algorithms meet their local peers, so
     // a rank whose count differs is told rather than silently skipped.

@@ -136,10 +136,9 @@ const std::vector<ConfigEntry>& config_table() {
        "libmatexcomm runs with its own algorithms and leaves the rest to MPI, and stands aside in a Python "
        "process that MATEX_ENABLE=1 hands to matex's framework integration; all serves every call that "
        "qualifies, even where libmatexcomm would only call MPI (tests); off passes every call to MPI."},
-      {"MATEX_INTERPOSE_MIN_BYTES", ConfigType::kBytes, "1K", "", 0, 1e18, kSameOnAllRanks,
-       "Under MATEX_INTERPOSE=auto, calls that move fewer bytes go to MPI: there an MPI library's own "
-       "small-message path is as fast as libmatexcomm's, and the interposer's bookkeeping tips the balance "
-       "(docs/benchmarks.md). 0: no floor."},
+      {"MATEX_INTERPOSE_MIN_BYTES", ConfigType::kBytes, "0", "", 0, 1e18, kSameOnAllRanks,
+       "Under MATEX_INTERPOSE=auto, calls that move fewer bytes go to MPI, whatever libmatexcomm would "
+       "choose. 0 (the default): no floor, auto's choice decides alone (docs/mpi-interposer.md)."},
       {"MATEX_INTERPOSE_REPORT", ConfigType::kBool, "0", "", kUnbounded, kUnbounded, kSameOnAllRanks,
        "1: at MPI_Finalize the interposer prints, from rank 0, each collective's calls and bytes summed over the "
        "ranks, how many libmatexcomm served, and why the others went to MPI."},

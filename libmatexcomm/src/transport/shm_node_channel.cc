@@ -149,6 +149,23 @@ uint64_t ShmNodeChannel::stage_input(const void* input, size_t bytes, const Call
   });
 }
 
+uint64_t ShmNodeChannel::stage_inline(const void* input, size_t bytes, const CallDescriptor& descriptor) {
+  if (bytes > kInlineBytes) {
+    MATEX_RAISE(MATEX_ERR_INTERNAL, "stage_inline takes at most " + std::to_string(kInlineBytes) + " bytes, not " +
+                                        std::to_string(bytes));
+  }
+  const uint64_t round = open_round();
+  if (bytes > 0) std::memcpy(control(local_rank_).post[round & 1].payload, input, bytes);
+  post_and_gather(round, descriptor);
+  return round;
+}
+
+const void* const* ShmNodeChannel::inline_slots(uint64_t round) {
+  slot_list_.resize(local_size_);
+  for (int l = 0; l < local_size_; ++l) slot_list_[l] = control(l).post[round & 1].payload;
+  return slot_list_.data();
+}
+
 void ShmNodeChannel::exchange_descriptor(const CallDescriptor& descriptor) {
   const uint64_t round = stage_input(nullptr, 0, descriptor);
   mark_ready(round);

@@ -77,6 +77,13 @@ class ShmNodeChannel {
   // descriptor, and wait until every local rank has posted (checking their
   // descriptors). Returns the round.
   uint64_t stage_input(const void* input, size_t bytes, const CallDescriptor& descriptor);
+  // Payloads of up to kInlineBytes ride in the post's own cache line, so a
+  // peer gets the flag, the call and the data in one transfer instead of two.
+  static constexpr size_t kInlineBytes = 24;
+  // stage_input for at most kInlineBytes; read the data with inline_slots.
+  uint64_t stage_inline(const void* input, size_t bytes, const CallDescriptor& descriptor);
+  // Every local rank's inline data of `round`, in local-rank order (valid until the next call).
+  const void* const* inline_slots(uint64_t round);
   // The same with a caller-supplied fill: fill(my_slot) writes what to stage.
   template <class Fill>
   uint64_t begin_round(const CallDescriptor& descriptor, Fill&& fill) {
@@ -127,11 +134,12 @@ class ShmNodeChannel {
   void abandon() noexcept;
 
  private:
-  // One cache line per round parity: the post flag and the call it belongs
-  // to, so that a peer gets both with one transfer.
+  // One cache line per round parity: the post flag, the call it belongs to
+  // and a small payload, so that a peer gets all three with one transfer.
   struct alignas(64) Post {
     std::atomic<uint64_t> posted;
     CallDescriptor descriptor;
+    unsigned char payload[kInlineBytes];
   };
   static_assert(sizeof(Post) == 64, "a post fills exactly one cache line");
   struct alignas(64) Control {
