@@ -37,11 +37,14 @@ struct Block {
   std::atomic<uint64_t> bytes[kEntries][kReasons] = {};
 };
 
-std::mutex g_blocks_mutex;                          // guards the two below
-Block g_retired;                                    // from threads that exited
-std::vector<Block*>* g_live_blocks = new std::vector<Block*>;  // never freed: threads may exit late
+// All three are constant-initialized, so a call counted before this
+// library's static constructors ran (from another library's) finds them ready.
+std::mutex g_blocks_mutex;                   // guards the two below
+Block g_retired;                             // from threads that exited, and calls made after
+std::vector<Block*>* g_live_blocks = nullptr;  // made at the first thread's first call, never freed
 
 thread_local Block* t_block __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local bool t_block_gone __attribute__((tls_model("initial-exec"))) = false;  // folded at thread exit
 
 void add(std::atomic<uint64_t>& counter, uint64_t amount) {
   counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
@@ -52,6 +55,7 @@ struct ThreadBlock {
   Block* block = new Block;
   ThreadBlock() {
     std::lock_guard<std::mutex> lock(g_blocks_mutex);
+    if (g_live_blocks == nullptr) g_live_blocks = new std::vector<Block*>;
     g_live_blocks->push_back(block);
   }
   ~ThreadBlock() {
@@ -63,8 +67,12 @@ struct ThreadBlock {
       }
     }
     g_live_blocks->erase(std::find(g_live_blocks->begin(), g_live_blocks->end(), block));
+    // Calls made later on this thread (exit-time code, other thread_local
+    // destructors) count straight into the retired totals.
     t_block = nullptr;
+    t_block_gone = true;
     delete block;
+    block = nullptr;
   }
 };
 
@@ -90,9 +98,16 @@ std::string with_unit(uint64_t bytes) {
 }  // namespace
 
 void count_call(Entry entry, Reason reason, size_t bytes) {
+  const int e = static_cast<int>(entry);
+  const int r = static_cast<int>(reason);
+  if (t_block == nullptr && t_block_gone) {
+    g_retired.calls[e][r].fetch_add(1);
+    g_retired.bytes[e][r].fetch_add(bytes);
+    return;
+  }
   Block* block = t_block != nullptr ? t_block : this_thread_block();
-  add(block->calls[static_cast<int>(entry)][static_cast<int>(reason)], 1);
-  add(block->bytes[static_cast<int>(entry)][static_cast<int>(reason)], bytes);
+  add(block->calls[e][r], 1);
+  add(block->bytes[e][r], bytes);
 }
 
 void print_report(bool every_rank) {
@@ -103,9 +118,9 @@ void print_report(bool every_rank) {
       for (int r = 0; r < kReasons; ++r) {
         uint64_t calls = g_retired.calls[e][r].load();
         uint64_t bytes = g_retired.bytes[e][r].load();
-        for (const Block* block : *g_live_blocks) {
-          calls += block->calls[e][r].load(std::memory_order_relaxed);
-          bytes += block->bytes[e][r].load(std::memory_order_relaxed);
+        for (size_t b = 0; g_live_blocks != nullptr && b < g_live_blocks->size(); ++b) {
+          calls += (*g_live_blocks)[b]->calls[e][r].load(std::memory_order_relaxed);
+          bytes += (*g_live_blocks)[b]->bytes[e][r].load(std::memory_order_relaxed);
         }
         mine[2 * (e * kReasons + r)] = calls;
         mine[2 * (e * kReasons + r) + 1] = bytes;

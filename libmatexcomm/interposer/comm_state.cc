@@ -31,8 +31,9 @@ struct Recent {
   CommState* state = nullptr;
   uint64_t generation = 0;
 };
-// initial-exec: the hot path reads it with no call into the dynamic linker
-// (the library is preloaded or linked, never dlopen'ed late).
+// initial-exec: the hot path reads it with no call into the dynamic linker.
+// The library must be preloaded or linked (docs/mpi-interposer.md): a late
+// dlopen needs glibc's spare static TLS, which may be used up.
 thread_local Recent t_recent __attribute__((tls_model("initial-exec")));
 bool g_hook_from_init = false;
 

@@ -121,11 +121,11 @@ namespace {
 // one type over and over, so the last one found is tried first.
 const TypeEntry* find_type(MPI_Datatype type) {
   static std::atomic<const TypeEntry*> last_found{nullptr};
-  const TypeEntry* last = last_found.load(std::memory_order_relaxed);
+  const TypeEntry* last = last_found.load(std::memory_order_acquire);  // pairs with the store: the table is built
   if (last != nullptr && last->type == type) return last;
   for (const TypeEntry& entry : type_table()) {
     if (entry.type != type) continue;
-    last_found.store(&entry, std::memory_order_relaxed);
+    last_found.store(&entry, std::memory_order_release);
     return &entry;
   }
   return nullptr;
