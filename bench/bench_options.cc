@@ -171,6 +171,8 @@ std::string parse_options(int argc, char** argv, Options* options) {
       o.help = true;
     } else if (arg == "--print-config") {
       o.print_config = true;
+    } else if (arg == "--explain") {
+      o.explain = true;
     } else if (arg == "--scale-iterations") {
       o.scale_iterations = true;
     } else if (takes_value(arg)) {
@@ -242,6 +244,8 @@ std::string usage_text() {
          "                     (as OSU's benchmarks do), so that one preempted call does not\n"
          "                     dominate a mean of microseconds\n"
          "  --print-config     print the effective MATEX_* configuration and exit\n"
+         "  --explain          print how auto chooses on this layout (the allreduce table\n"
+         "                     measured at start-up, MATEX_CALIBRATE) and exit\n"
          "  --workload resnet50|small   time engine steps instead of single collectives: every\n"
          "                     step submits ResNet-50's 161 gradients (reverse layer order) or\n"
          "                     1,000 tensors of 4 KiB, then waits for all; -n steps, -w warm-up\n"

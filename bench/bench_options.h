@@ -37,6 +37,7 @@ struct Options {
   BufferMemory memory = BufferMemory::kHost;  // --mem cuda: cudaMalloc'd send/recv buffers
   std::string workload;           // --workload: "" (collectives), "resnet50" or "small"  // --scale-iterations: more calls below 1 MiB (see usage_text)
   bool print_config = false;
+  bool explain = false;       // --explain: print how auto chooses on this layout, and exit
   bool help = false;
   std::string json_path;       // empty: no JSON
   std::string command_line;    // argv joined, quoted where needed

@@ -129,6 +129,15 @@ int run_benchmark(const Options& options, int rank) {
     if (rank == 0) std::fprintf(stderr, "matex-bench: %s\n", error.c_str());
     return 2;
   }
+  if (options.explain) {
+    const char* text = nullptr;
+    if (matex_describe_selection(comm.handle(), &text) != MATEX_SUCCESS) {
+      std::fprintf(stderr, "matex-bench: --explain: %s\n", matex_last_error());
+      return 1;
+    }
+    if (rank == 0) std::printf("# %d ranks; how auto chooses:\n%s", world_size, text);
+    return 0;
+  }
   const Layout layout = gather_layout(comm);
   const std::vector<size_t> sizes = size_steps(options);
   std::unique_ptr<DeviceBuffers> device;

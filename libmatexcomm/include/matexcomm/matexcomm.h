@@ -158,6 +158,11 @@ MATEX_API matex_status_t matex_last_algorithm(matex_comm_t comm, matex_collectiv
  * than the hierarchy. The MPI interposer hands those calls to MPI directly. */
 MATEX_API matex_status_t matex_auto_algorithm(matex_comm_t comm, matex_collective_t coll, size_t bytes,
                                               const char** name);
+/* How auto chooses on this communicator, as lines of text, valid until this
+ * thread's next call: the allreduce table measured at creation
+ * (MATEX_CALIBRATE=init) with its timings and bands, or the fixed rule, and
+ * the other collectives' rules. The same on every rank. */
+MATEX_API matex_status_t matex_describe_selection(matex_comm_t comm, const char** text);
 
 /* ---- collectives ------------------------------------------------------------ */
 /* recvbuf[i] = op over ranks of sendbuf[i], for i < count.

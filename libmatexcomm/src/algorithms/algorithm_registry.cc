@@ -53,6 +53,20 @@ const KnownAllreduces& known() {
   return instance;
 }
 
+// The rail family at `bytes`: single copies win while the data still sits in
+// the caches. Beyond that, out of place, the kernel's copy into cold output
+// lines loses to two user-space copies through L2 with streaming stores; in
+// place, the output lines are the input lines just read, and single copies
+// keep winning (docs/benchmarks.md). Both make the same rail calls, so nodes
+// whose ranks differ in placement still agree across the rails.
+int rail_algorithm(const CollectiveContext& ctx, size_t bytes, bool in_place, const AllreduceThresholds& sizes) {
+  const KnownAllreduces& k = known();
+  if (ctx.single_copy_ok && bytes >= sizes.single_copy_min && (in_place || bytes < sizes.single_copy_max)) {
+    return k.single_copy;
+  }
+  return k.rs_ar_ag;
+}
+
 }  // namespace
 
 int select_allreduce(const CollectiveContext& ctx, const std::string& choice, size_t bytes, bool in_place,
@@ -68,17 +82,16 @@ int select_allreduce(const CollectiveContext& ctx, const std::string& choice, si
   }
   // Every node has one rank: the hierarchy is the flat algorithm with extra steps.
   if (ctx.layout->node_count == ctx.layout->world_size) return flat;
-  if (bytes <= sizes.rab_max) return ctx.layout->node_count == 1 ? k.oneshot : k.rab;
-  // Single copies win while the data still sits in the caches. Beyond that,
-  // out of place, the kernel's copy into cold output lines loses to two
-  // user-space copies through L2 with streaming stores; in place, the output
-  // lines are the input lines just read, and single copies keep winning
-  // (docs/benchmarks.md). Both make the same rail calls, so nodes whose ranks
-  // differ in placement still agree across the rails.
-  if (ctx.single_copy_ok && bytes >= sizes.single_copy_min && (in_place || bytes < sizes.single_copy_max)) {
-    return k.single_copy;
+  const int small = ctx.layout->node_count == 1 ? k.oneshot : k.rab;
+  if (sizes.table != nullptr) {
+    switch (sizes.table->family_for(bytes)) {
+      case AllreduceFamily::kFlat: return flat;
+      case AllreduceFamily::kSmall: return small;
+      case AllreduceFamily::kRail: return rail_algorithm(ctx, bytes, in_place, sizes);
+    }
   }
-  return k.rs_ar_ag;
+  if (bytes <= sizes.rab_max) return small;
+  return rail_algorithm(ctx, bytes, in_place, sizes);
 }
 
 std::string select_broadcast(const CollectiveContext& ctx, const std::string& choice) {

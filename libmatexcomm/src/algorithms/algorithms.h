@@ -1,14 +1,16 @@
 // algorithms.h - the algorithms of every collective, and the registry
 // that names them and picks one per call.
 //
-// Selection is a pure function of (message size, layout, configuration), all
-// of which are identical on every rank, so every rank picks the same
-// algorithm without talking to the others.
+// Selection is a pure function of (message size, layout, configuration, the
+// allreduce table rank 0 broadcast at creation), all of which are identical
+// on every rank, so every rank picks the same algorithm without talking to
+// the others.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "algorithms/allreduce_table.h"
 #include "algorithms/collective_context.h"
 
 namespace matexcomm {
@@ -88,10 +90,14 @@ std::vector<std::string> algorithm_names(matex_collective_t coll);
 // Picks the allreduce algorithm: `choice` is "auto" or a registry name.
 // Hierarchical choices fall back to flat when ctx.hierarchical_ok is false,
 // single-copy ones to rs_ar_ag when ctx.single_copy_ok is false.
+// Under auto, a calibrated table (allreduce_table.h) picks the family by
+// size; without one (MATEX_CALIBRATE=off, or nothing to choose between) the
+// fixed sizes below do. Within the rail family, the CMA sizes decide.
 struct AllreduceThresholds {
   size_t rab_max = 0;          // MATEX_RAB_MAX_BYTES
   size_t single_copy_min = 0;  // MATEX_CMA_MIN_BYTES
   size_t single_copy_max = 0;  // MATEX_CMA_MAX_BYTES
+  const AllreduceTable* table = nullptr;  // the same on every rank, or null everywhere
 };
 // in_place: sendbuf == recvbuf on this rank. Ranks of one node must agree on
 // it for messages of MATEX_CMA_MAX_BYTES and more (else MATEX_ERR_MISMATCH).

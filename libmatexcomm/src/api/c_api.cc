@@ -261,6 +261,15 @@ matex_status_t matex_auto_algorithm(matex_comm_t comm, matex_collective_t coll, 
   });
 }
 
+matex_status_t matex_describe_selection(matex_comm_t comm, const char** text) {
+  return guarded([&] {
+    require_out(text, "text");
+    thread_local std::string description;
+    description = live_comm(comm).describe_selection();
+    *text = description.c_str();
+  });
+}
+
 matex_status_t matex_allreduce(matex_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
                                matex_dtype_t dtype, matex_op_t op) {
   return guarded([&] { live_comm(comm).allreduce(sendbuf, recvbuf, count, dtype, op); });

@@ -68,6 +68,7 @@ Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited) {
   device_ = DevicePath::create(config_, context_);
   p2p_ = UniqueComm::duplicate(world_.get());
   creation_ = UniqueComm::duplicate(world_.get());
+  calibrate_selection();
 }
 
 Communicator::~Communicator() = default;
@@ -83,6 +84,7 @@ size_t Communicator::choose_chunk_bytes() {
   int anywhere = 0;
   check_mpi(MPI_Allreduce(&oversubscribed, &anywhere, 1, MPI_INT, MPI_MAX, world_.get()),
             "MPI_Allreduce of core counts");
+  cores_shared_anywhere_ = anywhere != 0;
   size_t bytes = config_.get_bytes(anywhere ? "MATEX_SHM_CHUNK_BYTES_OVERSUBSCRIBED" : "MATEX_SHM_CHUNK_BYTES");
   return ShmNodeChannel::step_bytes(bytes);
 }

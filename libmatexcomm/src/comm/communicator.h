@@ -55,6 +55,9 @@ class Communicator {
   const char* last_algorithm(matex_collective_t coll) const;
   // What auto (or a forced choice) runs for `bytes` on host buffers (matex_auto_algorithm).
   const char* auto_algorithm(matex_collective_t coll, size_t bytes) const;
+  // How auto chooses, in lines of text: the calibrated table and its
+  // measurements, or the fixed rule (matex_describe_selection).
+  std::string describe_selection() const;
 
   void allreduce(const void* send, void* recv, size_t count, matex_dtype_t dtype, matex_op_t op,
                  const AllreduceHints& hints = {});
@@ -125,6 +128,15 @@ class Communicator {
   size_t choose_chunk_bytes();
   // True when this rank can read every local neighbour's memory (collective over the node).
   bool probe_single_copy();
+  // Auto's allreduce table (communicator_calibrate.cc): measured, or the one
+  // rank 0 already holds for this layout's shape; collective, last step of
+  // the constructor.
+  void calibrate_selection();
+  AllreduceTable measure_allreduce_table();
+  // This rank's seconds for one allreduce of `bytes` by `family`.
+  double time_family(AllreduceFamily family, size_t bytes, float* send, float* recv);
+  // What a table depends on: ranks per node, shared memory, single copies, sizes.
+  std::string layout_shape() const;
   static int collective_index(matex_collective_t coll);
   // Runs one collective after its arguments were checked: counts the call,
   // refuses to run on a failed communicator, confirms that every rank makes
@@ -144,6 +156,8 @@ class Communicator {
   CollectiveContext context_;
   std::vector<char> scratch_;
   AllreduceThresholds thresholds_;
+  std::shared_ptr<const AllreduceTable> allreduce_table_;  // thresholds_.table's owner, or null
+  bool cores_shared_anywhere_ = false;  // some node has more ranks than cores (the same on every rank)
   size_t streaming_min_bytes_ = 0;
   std::string choice_[4];
   const char* last_[4] = {"", "", "", ""};  // static strings: no copy per call

@@ -36,10 +36,16 @@ const std::vector<ConfigEntry>& config_table() {
        "engine's rank 0 likewise warns about tensors that some ranks have submitted and others not."},
       {"MATEX_ALLREDUCE_ALGO", ConfigType::kChoice, "auto", "auto|flat|rs_ar_ag|rs_ar_ag_cma|rab|oneshot",
        kUnbounded, kUnbounded,
-       kSameOnAllRanks, "Allreduce algorithm: auto selects by message size."},
+       kSameOnAllRanks, "Allreduce algorithm: auto selects by message size (MATEX_CALIBRATE)."},
+      {"MATEX_CALIBRATE", ConfigType::kChoice, "off", "off|init", kUnbounded, kUnbounded, kSameOnAllRanks,
+       "How auto picks an allreduce. off: the fixed sizes of MATEX_RAB_MAX_BYTES and MATEX_CMA_*. init: when "
+       "a communicator is created, time MPI's allreduce, the small (oneshot / rab) and the rail (rs_ar_ag / "
+       "rs_ar_ag_cma) algorithms at five sizes from 64 B to 1 MiB, and have rank 0 broadcast the fastest by "
+       "size (5 ms on 2 ranks here; once per layout shape in a process; matex-bench --explain shows it). "
+       "Opt-in for now: so few calls time noisily where ranks share cores (docs/algorithms.md)."},
       {"MATEX_RAB_MAX_BYTES", ConfigType::kBytes, "1K", "", 0, kGiB, kSameOnAllRanks,
-       "Up to this message size auto uses oneshot on one node and rab (reduce, allreduce among leaders, "
-       "broadcast) on several."},
+       "With MATEX_CALIBRATE=off: up to this message size auto uses oneshot on one node and rab (reduce, "
+       "allreduce among leaders, broadcast) on several, and rs_ar_ag or rs_ar_ag_cma above."},
       {"MATEX_CMA_MIN_BYTES", ConfigType::kBytes, "64K", "", 0, 1e18, kSameOnAllRanks,
        "From this size auto uses rs_ar_ag_cma (single copies) where cross-memory attach works; below it "
        "the system calls cost more than the copies they save."},

@@ -1,0 +1,174 @@
+// communicator_calibrate.cc - auto's allreduce table, measured when a
+// communicator is created (MATEX_CALIBRATE=init; see algorithms/allreduce_table.h).
+//
+// Steps: 1. agree whether every rank already holds a table for this layout's
+//           shape (an earlier communicator of the same shape in this process):
+//           then rank 0's is broadcast and nothing is timed;
+//        2. otherwise time each family at kSizes, out of place, float32 sums,
+//           in three rounds over all of them: a warm-up, then two that count
+//           (the faster of the two);
+//        3. rank 0 receives the slowest rank's times (MPI_Reduce, max), draws
+//           the bands and broadcasts them, so every rank chooses alike.
+// Cost: three calls per family and size, about 1 ms on 2 ranks of one node
+//   and under 20 ms on 4 oversubscribed ranks in two virtual nodes
+//   (docs/algorithms.md); then one MPI_Allreduce of an int and one MPI_Bcast
+//   of about 100 doubles for every further communicator of that shape.
+// Preconditions: the rest of the constructor is done (shared memory agreed);
+//   allreduce is not forced (a forced algorithm needs no table).
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "core/error.h"
+#include "core/logging.h"
+#include "core/mpi_handles.h"
+
+namespace matexcomm {
+
+namespace {
+
+// Sizes timed, and the largest at which the small family still is (it only
+// ever wins while latency dominates).
+constexpr size_t kSizes[] = {64, 1024, 16 * 1024, 256 * 1024, 1024 * 1024};
+constexpr size_t kMeasurements = sizeof kSizes / sizeof kSizes[0];
+constexpr size_t kSmallFamilyMaxBytes = 16 * 1024;
+constexpr int kTimedRounds = 2;  // after one warm-up round
+
+// Tables already measured in this process, by layout shape.
+std::mutex g_tables_mutex;
+std::map<std::string, std::shared_ptr<const AllreduceTable>>& tables_by_shape() {
+  static auto* tables = new std::map<std::string, std::shared_ptr<const AllreduceTable>>;  // never freed
+  return *tables;
+}
+
+AllreduceTable one_family(AllreduceFamily family) {
+  AllreduceTable table;
+  table.bands.push_back({~uint64_t{0}, family});
+  return table;
+}
+
+}  // namespace
+
+std::string Communicator::layout_shape() const {
+  std::string shape = "p=" + std::to_string(layout_.world_size) + ";nodes=";
+  for (int size : layout_.node_sizes) shape += std::to_string(size) + ",";
+  shape += ";hier=" + std::to_string(context_.hierarchical_ok) + ";cma=" + std::to_string(context_.single_copy_ok) +
+           ";shared=" + std::to_string(cores_shared_anywhere_) + ";chunk=" + std::to_string(context_.chunk_bytes) +
+           ";cma_min=" + std::to_string(thresholds_.single_copy_min) +
+           ";cma_max=" + std::to_string(thresholds_.single_copy_max);
+  return shape;
+}
+
+double Communicator::time_family(AllreduceFamily family, size_t bytes, float* send, float* recv) {
+  const AllreduceTable only = one_family(family);
+  // Auto runs `family` at every size while this lives, also if the call throws.
+  struct Forced {
+    AllreduceThresholds& sizes;
+    ~Forced() { sizes.table = nullptr; }
+  } forced{thresholds_};
+  thresholds_.table = &only;
+  const double start = MPI_Wtime();
+  allreduce(send, recv, bytes / sizeof(float), MATEX_FLOAT32, MATEX_SUM);
+  return std::max(MPI_Wtime() - start, 1e-9);
+}
+
+AllreduceTable Communicator::measure_allreduce_table() {
+  const double start = MPI_Wtime();
+  std::vector<float> send(kSizes[kMeasurements - 1] / sizeof(float));
+  std::vector<float> recv(send.size());
+  for (size_t i = 0; i < send.size(); ++i) send[i] = static_cast<float>((i + layout_.world_rank) % 8);
+  // Per size: the three families' seconds (negative: not timed), then the whole cost.
+  std::vector<double> mine(kMeasurements * kAllreduceFamilies + 1, -1);
+  // Rounds over every size and family, so that what warms up (first touches
+  // of the shared segment, MPI's lazy set-up) burdens the first, untimed one;
+  // the fastest of the timed calls counts, as preemption only ever adds.
+  for (int round = 0; round <= kTimedRounds; ++round) {
+    for (size_t i = 0; i < kMeasurements; ++i) {
+      for (int f = 0; f < kAllreduceFamilies; ++f) {
+        const AllreduceFamily family = static_cast<AllreduceFamily>(f);
+        if (family == AllreduceFamily::kSmall && kSizes[i] > kSmallFamilyMaxBytes) continue;
+        const double seconds = time_family(family, kSizes[i], send.data(), recv.data());
+        double& best = mine[i * kAllreduceFamilies + f];
+        if (round > 0) best = best < 0 ? seconds : std::min(best, seconds);
+      }
+    }
+  }
+  mine.back() = MPI_Wtime() - start;
+  std::vector<double> slowest(mine.size(), 0);
+  check_mpi(MPI_Reduce(mine.data(), slowest.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX, 0,
+                       world_.get()),
+            "MPI_Reduce of calibration times");
+  if (world_.rank() != 0) return {};
+  std::vector<AllreduceTable::Measurement> measured(kMeasurements);
+  for (size_t i = 0; i < kMeasurements; ++i) {
+    measured[i].bytes = kSizes[i];
+    for (int f = 0; f < kAllreduceFamilies; ++f) measured[i].seconds[f] = slowest[i * kAllreduceFamilies + f];
+  }
+  return AllreduceTable::from_measurements(std::move(measured), slowest.back(), cores_shared_anywhere_);
+}
+
+void Communicator::calibrate_selection() {
+  if (config_.get_string("MATEX_CALIBRATE") == "off" || choice_[MATEX_COLL_ALLREDUCE] != "auto") return;
+  // Nothing to choose: flat is all there is.
+  if (!context_.hierarchical_ok || layout_.world_size == 1 || layout_.node_count == layout_.world_size) return;
+  const std::string shape = layout_shape();
+  std::shared_ptr<const AllreduceTable> known;
+  {
+    std::lock_guard<std::mutex> lock(g_tables_mutex);
+    auto found = tables_by_shape().find(shape);
+    if (found != tables_by_shape().end()) known = found->second;
+  }
+  int have = known ? 1 : 0;
+  int everyone_has = 0;
+  check_mpi(MPI_Allreduce(&have, &everyone_has, 1, MPI_INT, MPI_MIN, world_.get()), "MPI_Allreduce of known tables");
+  AllreduceTable table;
+  if (everyone_has) {
+    if (world_.rank() == 0) table = *known;
+  } else {
+    table = measure_allreduce_table();
+  }
+  // Rank 0's table, on every rank.
+  std::vector<double> data = table.serialize();
+  data.resize(AllreduceTable::serialized_capacity(kMeasurements), 0);
+  check_mpi(MPI_Bcast(data.data(), static_cast<int>(data.size()), MPI_DOUBLE, 0, world_.get()),
+            "MPI_Bcast of the allreduce table");
+  allreduce_table_ = std::make_shared<const AllreduceTable>(AllreduceTable::deserialize(data));
+  thresholds_.table = allreduce_table_.get();
+  if (!everyone_has) {
+    std::lock_guard<std::mutex> lock(g_tables_mutex);
+    tables_by_shape()[shape] = allreduce_table_;
+    MATEX_LOG(LogLevel::kInfo, "allreduce calibrated in " + std::to_string(table.calibration_seconds * 1e3) +
+                                   " ms (matex-bench --explain shows the table)");
+  }
+}
+
+std::string Communicator::describe_selection() const {
+  const std::string& choice = choice_[MATEX_COLL_ALLREDUCE];
+  std::string text;
+  if (choice != "auto") {
+    text = "allreduce: forced to " + choice + " (MATEX_ALLREDUCE_ALGO or matex_set_algorithm)\n";
+  } else if (thresholds_.table != nullptr) {
+    text = thresholds_.table->explain();
+  } else {
+    const bool nothing_to_choose =
+        !context_.hierarchical_ok || layout_.world_size == 1 || layout_.node_count == layout_.world_size;
+    text = nothing_to_choose
+               ? "allreduce under auto: flat (one rank, one rank per node, or no shared memory)\n"
+               : "allreduce under auto: fixed sizes (MATEX_CALIBRATE=off): " +
+                     std::string(layout_.node_count == 1 ? "oneshot" : "rab") + " up to " +
+                     std::to_string(thresholds_.rab_max) + " B, then rs_ar_ag, or rs_ar_ag_cma from " +
+                     std::to_string(thresholds_.single_copy_min) + " B (out of place below " +
+                     std::to_string(thresholds_.single_copy_max) + " B)\n";
+  }
+  text += std::string("broadcast under auto: ") +
+          (select_broadcast(context_, "auto") == "hier" ? "hier (several nodes, some with several ranks)\n"
+                                                         : "flat\n");
+  text += "allgather, reduce_scatter: flat\n";
+  return text;
+}
+
+}  // namespace matexcomm

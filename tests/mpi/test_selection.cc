@@ -1,0 +1,164 @@
+// test_selection.cc - how auto chooses: the allreduce table measured at
+// creation (MATEX_CALIBRATE=init) is the same on every rank and gives exact
+// results, a second communicator of the same shape reuses it, and
+// MATEX_CALIBRATE=off keeps the fixed sizes.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "matexcomm/matexcomm.h"
+#include "matexcomm/matexcomm_mpi.h"
+#include "mpi_test_util.h"
+
+namespace matex_test {
+namespace {
+
+std::string selection_of(matex_comm_t comm) {
+  const char* text = nullptr;
+  EXPECT_EQ(matex_describe_selection(comm, &text), MATEX_SUCCESS) << matex_last_error();
+  return text != nullptr ? text : "";
+}
+
+// True on every rank when every rank passed the same text.
+bool same_on_every_rank(const std::string& text) {
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
+  uint64_t low = 0, high = 0;
+  MPI_Allreduce(&hash, &low, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&hash, &high, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return low == high;
+}
+
+// auto's allreduce at sizes from 0 to 4 GiB, as "bytes=name;" pairs.
+std::string auto_choices(matex_comm_t comm) {
+  std::string choices;
+  for (size_t bytes : {size_t{0}, size_t{4}, size_t{64}, size_t{1000}, size_t{1024}, size_t{1025}, size_t{16384},
+                       size_t{65536}, size_t{262147}, size_t{1} << 20, size_t{3} << 22, size_t{1} << 26,
+                       size_t{1} << 32}) {
+    const char* name = "";
+    EXPECT_EQ(matex_auto_algorithm(comm, MATEX_COLL_ALLREDUCE, bytes, &name), MATEX_SUCCESS) << matex_last_error();
+    choices += std::to_string(bytes) + "=" + name + ";";
+  }
+  return choices;
+}
+
+struct Shape {
+  int size = 0;
+  int nodes = 0;
+  bool nothing_to_choose() const { return size == 1 || nodes == size; }
+};
+
+Shape shape_of(matex_comm_t comm) {
+  Shape shape;
+  matex_comm_size(comm, &shape.size);
+  matex_comm_node_count(comm, &shape.nodes);
+  return shape;
+}
+
+// Sums of small integers, exact in float32: the closed form is the reference.
+long long allreduce_errors(matex_comm_t comm, size_t count) {
+  std::vector<float> send(count), recv(count, -1.0f);
+  for (size_t i = 0; i < count; ++i) send[i] = static_cast<float>((i + world_rank()) % 8);
+  if (matex_allreduce(comm, send.data(), recv.data(), count, MATEX_FLOAT32, MATEX_SUM) != MATEX_SUCCESS) {
+    ADD_FAILURE() << "count " << count << ": " << matex_last_error();
+    return 1;
+  }
+  long long wrong = 0;
+  for (size_t i = 0; i < count; ++i) {
+    float expected = 0;
+    for (int r = 0; r < world_size(); ++r) expected += static_cast<float>((i + r) % 8);
+    wrong += recv[i] != expected;
+  }
+  EXPECT_EQ(wrong, 0) << "count " << count;
+  return wrong;
+}
+
+TEST(Selection, EveryRankHoldsTheSameTable) {
+  ScopedEnv measured("MATEX_CALIBRATE", "init");
+  matex_comm_t comm = nullptr;
+  ASSERT_EQ(matex_init_mpi(MPI_COMM_WORLD, &comm), MATEX_SUCCESS) << matex_last_error();
+  const std::string text = selection_of(comm);
+  const std::string choices = auto_choices(comm);
+  EXPECT_TRUE(same_on_every_rank(text)) << text;
+  EXPECT_TRUE(same_on_every_rank(choices)) << choices;
+  const Shape shape = shape_of(comm);
+  if (shape.nothing_to_choose()) {
+    EXPECT_NE(text.find("allreduce under auto: flat"), std::string::npos) << text;
+  } else {
+    // Shared memory works here, so the table was measured (or reused).
+    EXPECT_NE(text.find("measured at init"), std::string::npos) << text;
+    if (shape.nodes > 1) {
+      EXPECT_EQ(choices.find("oneshot"), std::string::npos) << "oneshot on several nodes: " << choices;
+    }
+  }
+  // Counts in every band the table may draw: 0, 1, primes, uneven sizes.
+  long long errors = 0;
+  for (size_t count : {size_t{0}, size_t{1}, size_t{13}, size_t{257}, size_t{4099}, size_t{65537}, size_t{262147},
+                       size_t{1048573}}) {
+    errors += allreduce_errors(comm, count);
+  }
+  agree_no_errors(errors, "allreduce under the measured table");
+  EXPECT_EQ(matex_finalize(&comm), MATEX_SUCCESS) << matex_last_error();
+}
+
+// The table lists its timings: a second measurement would differ in them.
+TEST(Selection, ASecondCommunicatorOfTheSameShapeReusesTheTable) {
+  ScopedEnv measured("MATEX_CALIBRATE", "init");
+  matex_comm_t first = nullptr, second = nullptr;
+  ASSERT_EQ(matex_init_mpi(MPI_COMM_WORLD, &first), MATEX_SUCCESS) << matex_last_error();
+  ASSERT_EQ(matex_init_mpi(MPI_COMM_WORLD, &second), MATEX_SUCCESS) << matex_last_error();
+  EXPECT_EQ(selection_of(first), selection_of(second));
+  EXPECT_EQ(auto_choices(first), auto_choices(second));
+  EXPECT_EQ(matex_finalize(&second), MATEX_SUCCESS) << matex_last_error();
+  EXPECT_EQ(matex_finalize(&first), MATEX_SUCCESS) << matex_last_error();
+}
+
+// The fixed rule, from the defaults: the small family up to
+// MATEX_RAB_MAX_BYTES (1 KiB), then rs_ar_ag, rs_ar_ag_cma from
+// MATEX_CMA_MIN_BYTES (64 KiB) where cross-memory attach works.
+TEST(Selection, OffKeepsTheFixedSizes) {
+  ScopedEnv off("MATEX_CALIBRATE", "off");
+  matex_comm_t comm = nullptr;
+  ASSERT_EQ(matex_init_mpi(MPI_COMM_WORLD, &comm), MATEX_SUCCESS) << matex_last_error();
+  const Shape shape = shape_of(comm);
+  const std::string text = selection_of(comm);
+  const char* small = "";
+  const char* middle = "";
+  const char* large = "";
+  matex_auto_algorithm(comm, MATEX_COLL_ALLREDUCE, 1024, &small);
+  matex_auto_algorithm(comm, MATEX_COLL_ALLREDUCE, 1025, &middle);
+  matex_auto_algorithm(comm, MATEX_COLL_ALLREDUCE, 1 << 20, &large);
+  if (shape.nothing_to_choose()) {
+    EXPECT_STREQ(small, "flat");
+    EXPECT_STREQ(large, "flat");
+  } else {
+    EXPECT_NE(text.find("fixed sizes (MATEX_CALIBRATE=off)"), std::string::npos) << text;
+    EXPECT_STREQ(small, shape.nodes == 1 ? "oneshot" : "rab");
+    EXPECT_STREQ(middle, "rs_ar_ag");
+    EXPECT_TRUE(std::string(large) == "rs_ar_ag_cma" || std::string(large) == "rs_ar_ag") << large;
+  }
+  EXPECT_EQ(matex_finalize(&comm), MATEX_SUCCESS) << matex_last_error();
+}
+
+TEST(Selection, AForcedAlgorithmWinsOverTheTable) {
+  matex_comm_t comm = nullptr;
+  ASSERT_EQ(matex_init_mpi(MPI_COMM_WORLD, &comm), MATEX_SUCCESS) << matex_last_error();
+  ASSERT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "rs_ar_ag"), MATEX_SUCCESS) << matex_last_error();
+  const Shape shape = shape_of(comm);
+  for (size_t bytes : {size_t{4}, size_t{1} << 20}) {
+    const char* name = "";
+    matex_auto_algorithm(comm, MATEX_COLL_ALLREDUCE, bytes, &name);
+    // A single rank, or no shared memory, runs flat whatever is forced.
+    if (shape.size > 1) {
+      EXPECT_STREQ(name, "rs_ar_ag") << bytes << " B";
+    }
+  }
+  EXPECT_NE(selection_of(comm).find("forced to rs_ar_ag"), std::string::npos) << selection_of(comm);
+  EXPECT_EQ(matex_finalize(&comm), MATEX_SUCCESS) << matex_last_error();
+}
+
+}  // namespace
+}  // namespace matex_test
