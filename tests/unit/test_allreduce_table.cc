@@ -143,5 +143,42 @@ TEST(AllreduceTable, RefusesAnotherVersionOrATruncatedTable) {
   }
 }
 
+// Every field a corrupt buffer could spoil, one at a time, from a good table.
+TEST(AllreduceTable, RefusesCorruptFields) {
+  const Line flat{10e-6, 1e9}, small{2e-6, 0.5e9}, rail{30e-6, 4e9};
+  const std::vector<double> good =
+      AllreduceTable::from_measurements(measure(kSizes, flat, small, rail, 16384), 0.001, false).serialize();
+  ASSERT_NO_THROW(AllreduceTable::deserialize(good));
+  const size_t bands_at = 5 + kSizes.size() * 4;  // header, then 4 doubles per measurement
+  struct Spoil {
+    size_t at;
+    double value;
+    const char* what;
+  };
+  const Spoil spoils[] = {
+      {1, std::nan(""), "NaN measurement count"},
+      {1, -1, "negative measurement count"},
+      {1, 1e300, "huge measurement count"},
+      {2, 0, "no bands"},
+      {2, 2.5, "fractional band count"},
+      {5, -64, "negative size"},
+      {6, std::nan(""), "NaN time"},
+      {bands_at, std::nan(""), "NaN band size"},
+      {bands_at + 1, 7, "family 7"},
+      {bands_at + 2, 0, "bands out of order"},
+  };
+  for (const Spoil& spoil : spoils) {
+    std::vector<double> data = good;
+    ASSERT_LT(spoil.at, data.size()) << spoil.what;
+    data[spoil.at] = spoil.value;
+    try {
+      AllreduceTable::deserialize(data);
+      ADD_FAILURE() << spoil.what << " accepted";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.status(), MATEX_ERR_INTERNAL) << spoil.what;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace matexcomm

@@ -115,7 +115,7 @@ AllreduceFamily AllreduceTable::family_for(size_t bytes) const {
   for (const Band& band : bands) {
     if (bytes <= band.up_to_bytes) return band.family;
   }
-  return bands.empty() ? AllreduceFamily::kRail : bands.back().family;
+  return bands.empty() ? AllreduceFamily::kFlat : bands.back().family;
 }
 
 size_t AllreduceTable::serialized_capacity(size_t max_measurements) {
@@ -136,27 +136,44 @@ std::vector<double> AllreduceTable::serialize() const {
   return data;
 }
 
+namespace {
+
+// data[at] as a whole number in [0, limit], or a MATEX_ERR_INTERNAL naming `what`.
+uint64_t whole(const std::vector<double>& data, size_t at, double limit, const char* what) {
+  const double value = at < data.size() ? data[at] : -1;
+  MATEX_REQUIRE(std::isfinite(value) && value >= 0 && value <= limit && value == std::floor(value),
+                MATEX_ERR_INTERNAL, std::string("a corrupt allreduce table arrived: ") + what);
+  return static_cast<uint64_t>(value);
+}
+
+}  // namespace
+
 AllreduceTable AllreduceTable::deserialize(const std::vector<double>& data) {
   MATEX_REQUIRE(data.size() >= kHeader && data[0] == kVersion, MATEX_ERR_INTERNAL,
                 "an allreduce table of another version or none arrived");
   AllreduceTable table;
-  const size_t measurements = static_cast<size_t>(data[1]);
-  const size_t bands = static_cast<size_t>(data[2]);
-  MATEX_REQUIRE(data.size() >= kHeader + measurements * (1 + kAllreduceFamilies) + 2 * bands, MATEX_ERR_INTERNAL,
-                "a truncated allreduce table arrived");
+  const size_t measurements = whole(data, 1, static_cast<double>(data.size()), "measurement count");
+  const size_t bands = whole(data, 2, kLargestPower + 1, "band count");
+  MATEX_REQUIRE(bands >= 1 && data.size() >= kHeader + measurements * (1 + kAllreduceFamilies) + 2 * bands,
+                MATEX_ERR_INTERNAL, "a truncated allreduce table arrived");
   table.calibration_seconds = data[3];
   table.cores_shared = data[4] != 0;
   size_t at = kHeader;
   for (size_t i = 0; i < measurements; ++i) {
     Measurement m;
-    m.bytes = static_cast<uint64_t>(data[at++]);
-    for (double& seconds : m.seconds) seconds = data[at++];
+    m.bytes = whole(data, at++, 0x1p53, "size");
+    for (double& seconds : m.seconds) {
+      seconds = data[at++];
+      MATEX_REQUIRE(std::isfinite(seconds), MATEX_ERR_INTERNAL, "a corrupt allreduce table arrived: time");
+    }
     table.measured.push_back(m);
   }
   for (size_t i = 0; i < bands; ++i) {
     Band band;
-    band.up_to_bytes = static_cast<uint64_t>(data[at++]);
-    band.family = static_cast<AllreduceFamily>(static_cast<int>(data[at++]));
+    band.up_to_bytes = whole(data, at++, 0x1p53, "band size");
+    band.family = static_cast<AllreduceFamily>(whole(data, at++, kAllreduceFamilies - 1, "family"));
+    MATEX_REQUIRE(table.bands.empty() || table.bands.back().up_to_bytes < band.up_to_bytes, MATEX_ERR_INTERNAL,
+                  "a corrupt allreduce table arrived: bands out of order");
     table.bands.push_back(band);
   }
   return table;

@@ -39,7 +39,7 @@ struct AllreduceTable {
   static constexpr double kMargin = 0.03;
 
   std::vector<Measurement> measured;  // by growing size
-  std::vector<Band> bands;            // by growing size; empty: no table
+  std::vector<Band> bands;            // by growing size; empty: flat everywhere
   double calibration_seconds = 0;     // what measuring cost (the slowest rank's)
   bool cores_shared = false;          // some node had more ranks than cores while measuring
 

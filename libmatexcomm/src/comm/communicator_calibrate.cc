@@ -9,9 +9,8 @@
 //           (the faster of the two);
 //        3. rank 0 receives the slowest rank's times (MPI_Reduce, max), draws
 //           the bands and broadcasts them, so every rank chooses alike.
-// Cost: three calls per family and size, about 1 ms on 2 ranks of one node
-//   and under 20 ms on 4 oversubscribed ranks in two virtual nodes
-//   (docs/algorithms.md); then one MPI_Allreduce of an int and one MPI_Bcast
+// Cost: three calls per family and size: 5-6 ms on 2 ranks of one node here,
+//   16-22 ms on 4 ranks in virtual nodes 2,2 and 3,1 (docs/algorithms.md); then one MPI_Allreduce of an int and one MPI_Bcast
 //   of about 100 doubles for every further communicator of that shape.
 // Preconditions: the rest of the constructor is done (shared memory agreed);
 //   allreduce is not forced (a forced algorithm needs no table).
@@ -129,7 +128,10 @@ void Communicator::calibrate_selection() {
   if (everyone_has) {
     if (world_.rank() == 0) table = *known;
   } else {
+    // The timed calls are not the caller's: matex_last_algorithm keeps saying none ran.
+    const char* last = last_[MATEX_COLL_ALLREDUCE];
     table = measure_allreduce_table();
+    last_[MATEX_COLL_ALLREDUCE] = last;
   }
   // Rank 0's table, on every rank.
   std::vector<double> data = table.serialize();
@@ -141,7 +143,7 @@ void Communicator::calibrate_selection() {
   if (!everyone_has) {
     std::lock_guard<std::mutex> lock(g_tables_mutex);
     tables_by_shape()[shape] = allreduce_table_;
-    MATEX_LOG(LogLevel::kInfo, "allreduce calibrated in " + std::to_string(table.calibration_seconds * 1e3) +
+    MATEX_LOG(LogLevel::kInfo, "allreduce calibrated in " + std::to_string(allreduce_table_->calibration_seconds * 1e3) +
                                    " ms (matex-bench --explain shows the table)");
   }
 }
@@ -158,7 +160,8 @@ std::string Communicator::describe_selection() const {
         !context_.hierarchical_ok || layout_.world_size == 1 || layout_.node_count == layout_.world_size;
     text = nothing_to_choose
                ? "allreduce under auto: flat (one rank, one rank per node, or no shared memory)\n"
-               : "allreduce under auto: fixed sizes (MATEX_CALIBRATE=off): " +
+               : "allreduce under auto: fixed sizes (no measured table: MATEX_CALIBRATE=off, or allreduce was "
+                 "forced when the communicator was created): " +
                      std::string(layout_.node_count == 1 ? "oneshot" : "rab") + " up to " +
                      std::to_string(thresholds_.rab_max) + " B, then rs_ar_ag, or rs_ar_ag_cma from " +
                      std::to_string(thresholds_.single_copy_min) + " B (out of place below " +
