@@ -69,6 +69,10 @@ int rail_algorithm(const CollectiveContext& ctx, size_t bytes, bool in_place, co
 
 }  // namespace
 
+bool auto_has_allreduce_choice(const CollectiveContext& ctx) {
+  return ctx.hierarchical_ok && ctx.layout->world_size > 1 && ctx.layout->node_count < ctx.layout->world_size;
+}
+
 int select_allreduce(const CollectiveContext& ctx, const std::string& choice, size_t bytes, bool in_place,
                      const AllreduceThresholds& sizes) {
   const KnownAllreduces& k = known();
@@ -80,8 +84,7 @@ int select_allreduce(const CollectiveContext& ctx, const std::string& choice, si
     if (allreduce_registry()[chosen].single_copy && !ctx.single_copy_ok) return k.rs_ar_ag;
     return chosen;
   }
-  // Every node has one rank: the hierarchy is the flat algorithm with extra steps.
-  if (ctx.layout->node_count == ctx.layout->world_size) return flat;
+  if (!auto_has_allreduce_choice(ctx)) return flat;
   const int small = ctx.layout->node_count == 1 ? k.oneshot : k.rab;
   if (sizes.table != nullptr) {
     switch (sizes.table->family_for(bytes)) {

@@ -133,8 +133,8 @@ class Communicator {
   // the constructor.
   void calibrate_selection();
   AllreduceTable measure_allreduce_table();
-  // This rank's seconds for one allreduce of `bytes` by `family`.
-  double time_family(AllreduceFamily family, size_t bytes, float* send, float* recv);
+  // This rank's seconds for one allreduce of `bytes` by the one family `only` names.
+  double time_family(const AllreduceTable& only, size_t bytes, float* send, float* recv);
   // What a table depends on: ranks per node, shared memory, single copies, sizes.
   std::string layout_shape() const;
   static int collective_index(matex_collective_t coll);

@@ -10,8 +10,9 @@
 //        3. rank 0 receives the slowest rank's times (MPI_Reduce, max), draws
 //           the bands and broadcasts them, so every rank chooses alike.
 // Cost: three calls per family and size: 5-6 ms on 2 ranks of one node here,
-//   16-22 ms on 4 ranks in virtual nodes 2,2 and 3,1 (docs/algorithms.md); then one MPI_Allreduce of an int and one MPI_Bcast
-//   of about 100 doubles for every further communicator of that shape.
+//   16-22 ms on 4 ranks in virtual nodes 2,2 and 3,1 (docs/algorithms.md);
+//   then one MPI_Allreduce of an int and one MPI_Bcast of about 100 doubles
+//   for every further communicator of that shape.
 // Preconditions: the rest of the constructor is done (shared memory agreed);
 //   allreduce is not forced (a forced algorithm needs no table).
 #include <algorithm>
@@ -62,9 +63,8 @@ std::string Communicator::layout_shape() const {
   return shape;
 }
 
-double Communicator::time_family(AllreduceFamily family, size_t bytes, float* send, float* recv) {
-  const AllreduceTable only = one_family(family);
-  // Auto runs `family` at every size while this lives, also if the call throws.
+double Communicator::time_family(const AllreduceTable& only, size_t bytes, float* send, float* recv) {
+  // Auto runs `only`'s family at every size for this call, also if it throws.
   struct Forced {
     AllreduceThresholds& sizes;
     ~Forced() { sizes.table = nullptr; }
@@ -82,6 +82,9 @@ AllreduceTable Communicator::measure_allreduce_table() {
   for (size_t i = 0; i < send.size(); ++i) send[i] = static_cast<float>((i + layout_.world_rank) % 8);
   // Per size: the three families' seconds (negative: not timed), then the whole cost.
   std::vector<double> mine(kMeasurements * kAllreduceFamilies + 1, -1);
+  const AllreduceTable only[kAllreduceFamilies] = {one_family(AllreduceFamily::kFlat),
+                                                   one_family(AllreduceFamily::kSmall),
+                                                   one_family(AllreduceFamily::kRail)};
   // Rounds over every size and family, so that what warms up (first touches
   // of the shared segment, MPI's lazy set-up) burdens the first, untimed one;
   // the fastest of the timed calls counts, as preemption only ever adds.
@@ -90,7 +93,7 @@ AllreduceTable Communicator::measure_allreduce_table() {
       for (int f = 0; f < kAllreduceFamilies; ++f) {
         const AllreduceFamily family = static_cast<AllreduceFamily>(f);
         if (family == AllreduceFamily::kSmall && kSizes[i] > kSmallFamilyMaxBytes) continue;
-        const double seconds = time_family(family, kSizes[i], send.data(), recv.data());
+        const double seconds = time_family(only[f], kSizes[i], send.data(), recv.data());
         double& best = mine[i * kAllreduceFamilies + f];
         if (round > 0) best = best < 0 ? seconds : std::min(best, seconds);
       }
@@ -112,8 +115,7 @@ AllreduceTable Communicator::measure_allreduce_table() {
 
 void Communicator::calibrate_selection() {
   if (config_.get_string("MATEX_CALIBRATE") == "off" || choice_[MATEX_COLL_ALLREDUCE] != "auto") return;
-  // Nothing to choose: flat is all there is.
-  if (!context_.hierarchical_ok || layout_.world_size == 1 || layout_.node_count == layout_.world_size) return;
+  if (!auto_has_allreduce_choice(context_)) return;  // flat is all there is
   const std::string shape = layout_shape();
   std::shared_ptr<const AllreduceTable> known;
   {
@@ -156,9 +158,7 @@ std::string Communicator::describe_selection() const {
   } else if (thresholds_.table != nullptr) {
     text = thresholds_.table->explain();
   } else {
-    const bool nothing_to_choose =
-        !context_.hierarchical_ok || layout_.world_size == 1 || layout_.node_count == layout_.world_size;
-    text = nothing_to_choose
+    text = !auto_has_allreduce_choice(context_)
                ? "allreduce under auto: flat (one rank, one rank per node, or no shared memory)\n"
                : "allreduce under auto: fixed sizes (no measured table: MATEX_CALIBRATE=off, or allreduce was "
                  "forced when the communicator was created): " +
