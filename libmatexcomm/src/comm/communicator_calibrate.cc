@@ -10,7 +10,7 @@
 //        3. rank 0 receives the slowest rank's times (MPI_Reduce, max), draws
 //           the bands and broadcasts them, so every rank chooses alike.
 // Cost: three calls per family and size: 5-6 ms on 2 ranks of one node here,
-//   16-22 ms on 4 ranks in virtual nodes 2,2 and 3,1 (docs/algorithms.md);
+//   16-24 ms on 4 ranks in virtual nodes 2,2 and 3,1 (docs/algorithms.md);
 //   then one MPI_Allreduce of an int and one MPI_Bcast of about 100 doubles
 //   for every further communicator of that shape.
 // Preconditions: the rest of the constructor is done (shared memory agreed);
