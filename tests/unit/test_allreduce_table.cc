@@ -105,8 +105,8 @@ TEST(AllreduceTable, SurvivesTheBroadcastFormat) {
   AllreduceTable table =
       AllreduceTable::from_measurements(measure(kSizes, flat, small, rail, 16384), 0.0042, true);
   std::vector<double> data = table.serialize();
-  ASSERT_LE(data.size(), AllreduceTable::serialized_capacity(kSizes.size()));
-  data.resize(AllreduceTable::serialized_capacity(kSizes.size()), 0);  // padded, as broadcast
+  ASSERT_LE(data.size(), AllreduceTable::serialized_capacity());
+  data.resize(AllreduceTable::serialized_capacity(), 0);  // padded, as broadcast
   AllreduceTable back = AllreduceTable::deserialize(data);
   EXPECT_DOUBLE_EQ(back.calibration_seconds, 0.0042);
   EXPECT_TRUE(back.cores_shared);
@@ -114,12 +114,14 @@ TEST(AllreduceTable, SurvivesTheBroadcastFormat) {
   for (size_t i = 0; i < table.bands.size(); ++i) {
     EXPECT_EQ(back.bands[i].up_to_bytes, table.bands[i].up_to_bytes);
     EXPECT_EQ(back.bands[i].family, table.bands[i].family);
+    EXPECT_EQ(back.bands[i].in_place_family, table.bands[i].in_place_family);
   }
   ASSERT_EQ(back.measured.size(), kSizes.size());
   for (size_t i = 0; i < kSizes.size(); ++i) {
     EXPECT_EQ(back.measured[i].bytes, kSizes[i]);
     for (int f = 0; f < kAllreduceFamilies; ++f) {
       EXPECT_DOUBLE_EQ(back.measured[i].seconds[f], table.measured[i].seconds[f]);
+      EXPECT_DOUBLE_EQ(back.measured[i].in_place_seconds[f], table.measured[i].in_place_seconds[f]);
     }
   }
   EXPECT_EQ(back.explain(), table.explain());
@@ -127,14 +129,14 @@ TEST(AllreduceTable, SurvivesTheBroadcastFormat) {
 }
 
 TEST(AllreduceTable, RefusesAnotherVersionOrATruncatedTable) {
-  std::vector<double> data = {2, 0, 0, 0, 0};
+  std::vector<double> data = {1, 0, 0, 0, 0};
   try {
     AllreduceTable::deserialize(data);
-    ADD_FAILURE() << "version 2 accepted";
+    ADD_FAILURE() << "version 1 accepted";
   } catch (const Error& error) {
     EXPECT_EQ(error.status(), MATEX_ERR_INTERNAL);
   }
-  data = {1, 3, 0, 0, 0, 64};  // three measurements announced, a fraction of one present
+  data = {2, 3, 0, 0, 0, 64};  // three measurements announced, a fraction of one present
   try {
     AllreduceTable::deserialize(data);
     ADD_FAILURE() << "a truncated table accepted";
@@ -143,13 +145,52 @@ TEST(AllreduceTable, RefusesAnotherVersionOrATruncatedTable) {
   }
 }
 
+// A tuning file's families: rs_ar_ag and rs_ar_ag_cma by name, out of place
+// and in place. Out of place, copies win from 16 KiB (flat: 10 us + 1 GB/s;
+// copies 20 us + 4 GB/s, crossing at 26.7 KB); single copies are 10 % slower
+// out of place but twice as fast in place, so in-place calls take them.
+TEST(AllreduceTable, InPlaceTakesTheFastestRailFamilyInPlace) {
+  const Line flat{10e-6, 1e9}, copies{20e-6, 4e9}, single{22e-6, 3.6e9}, single_in{10e-6, 8e9};
+  std::vector<AllreduceTable::Measurement> m;
+  for (uint64_t bytes : kSizes) {
+    AllreduceTable::Measurement one;
+    one.bytes = bytes;
+    const double n = static_cast<double>(bytes);
+    one.seconds[kFlat] = flat.at(n);
+    one.seconds[static_cast<int>(Family::kCopies)] = copies.at(n);
+    one.seconds[static_cast<int>(Family::kSingleCopy)] = single.at(n);
+    one.in_place_seconds[static_cast<int>(Family::kCopies)] = copies.at(n);
+    one.in_place_seconds[static_cast<int>(Family::kSingleCopy)] = single_in.at(n);
+    m.push_back(one);
+  }
+  AllreduceTable table = AllreduceTable::from_measurements(m, -1, false);
+  EXPECT_EQ(table.family_for(1024), Family::kFlat);
+  EXPECT_EQ(table.family_for(1024, true), Family::kFlat);  // placement never changes flat
+  EXPECT_EQ(table.family_for(size_t{1} << 20), Family::kCopies);
+  EXPECT_EQ(table.family_for(size_t{1} << 20, true), Family::kSingleCopy);
+  EXPECT_EQ(table.family_for(size_t{1} << 30, true), Family::kSingleCopy);
+  const std::string text = table.explain();
+  EXPECT_NE(text.find("from a tuning file"), std::string::npos) << text;
+  EXPECT_NE(text.find("rs_ar_ag_cma in"), std::string::npos) << text;
+  EXPECT_NE(text.find("ranks of a node must agree on in place here"), std::string::npos) << text;
+}
+
+// Without in-place times (the calibration at init), placement changes nothing.
+TEST(AllreduceTable, WithoutInPlaceTimesPlacementChangesNothing) {
+  const Line flat{10e-6, 1e9}, small{2e-6, 0.5e9}, rail{30e-6, 4e9};
+  AllreduceTable table =
+      AllreduceTable::from_measurements(measure(kSizes, flat, small, rail, 16384), 0.001, false);
+  for (const auto& band : table.bands) EXPECT_EQ(band.in_place_family, band.family);
+  EXPECT_EQ(table.explain().find("must agree"), std::string::npos);
+}
+
 // Every field a corrupt buffer could spoil, one at a time, from a good table.
 TEST(AllreduceTable, RefusesCorruptFields) {
   const Line flat{10e-6, 1e9}, small{2e-6, 0.5e9}, rail{30e-6, 4e9};
   const std::vector<double> good =
       AllreduceTable::from_measurements(measure(kSizes, flat, small, rail, 16384), 0.001, false).serialize();
   ASSERT_NO_THROW(AllreduceTable::deserialize(good));
-  const size_t bands_at = 5 + kSizes.size() * 4;  // header, then 4 doubles per measurement
+  const size_t bands_at = 5 + kSizes.size() * 11;  // header, then 11 doubles per measurement
   struct Spoil {
     size_t at;
     double value;
@@ -165,7 +206,10 @@ TEST(AllreduceTable, RefusesCorruptFields) {
       {6, std::nan(""), "NaN time"},
       {bands_at, std::nan(""), "NaN band size"},
       {bands_at + 1, 7, "family 7"},
-      {bands_at + 2, 0, "bands out of order"},
+      {bands_at + 2, 7, "in-place family 7"},
+      {bands_at + 2, static_cast<double>(kFlat), "placement changes a small band (the first) to flat"},
+      {bands_at + 3, 0, "bands out of order"},
+      {1, 49, "more measurements than a broadcast carries"},
   };
   for (const Spoil& spoil : spoils) {
     std::vector<double> data = good;

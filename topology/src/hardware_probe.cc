@@ -205,6 +205,24 @@ std::vector<std::vector<int>> pus_of_cores() {
   return cores;
 }
 
+std::string host_kind() {
+  hwloc_topology_t raw = nullptr;
+  if (hwloc_topology_init(&raw) != 0) hwloc_failed("hwloc_topology_init");
+  UniqueTopology topology(raw);
+  if (hwloc_topology_load(raw) != 0) hwloc_failed("hwloc_topology_load");
+  const char* model = nullptr;
+  if (hwloc_obj_t package = hwloc_get_obj_by_type(raw, HWLOC_OBJ_PACKAGE, 0)) {
+    model = hwloc_obj_get_info_by_name(package, "CPUModel");
+  }
+  if (model == nullptr) model = hwloc_obj_get_info_by_name(hwloc_get_root_obj(raw), "CPUModel");
+  auto counted = [](int count, const char* what) {
+    return std::to_string(count) + " " + what + (count == 1 ? "" : "s");
+  };
+  return std::string(model != nullptr ? model : "unknown CPU") + "; " +
+         counted(count_of(raw, HWLOC_OBJ_PACKAGE), "package") + ", " + counted(count_of(raw, HWLOC_OBJ_CORE), "core") +
+         ", " + counted(count_of(raw, HWLOC_OBJ_PU), "PU");
+}
+
 HardwareInfo probe_hardware() {
   UniqueTopology owned = load_topology_with_io();
   hwloc_topology_t topology = owned.get();

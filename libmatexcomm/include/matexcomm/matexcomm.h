@@ -163,6 +163,13 @@ MATEX_API matex_status_t matex_auto_algorithm(matex_comm_t comm, matex_collectiv
  * (MATEX_CALIBRATE=init) with its timings and bands, or the fixed rule, and
  * the other collectives' rules. The same on every rank. */
 MATEX_API matex_status_t matex_describe_selection(matex_comm_t comm, const char** text);
+/* What a tuning file (MATEX_CALIBRATE=file, written by matex-tune) must have
+ * been measured for to serve this communicator: the library version, the
+ * kind of host (CPU model, packages, cores, PUs) and the layout key (ranks per
+ * node and the settings auto's table depends on). Valid until this thread's
+ * next call; loads the hwloc topology, so not for a hot path. */
+MATEX_API matex_status_t matex_tuning_identity(matex_comm_t comm, const char** library, const char** host_kind,
+                                               const char** layout);
 
 /* ---- collectives ------------------------------------------------------------ */
 /* recvbuf[i] = op over ranks of sendbuf[i], for i < count.

@@ -69,6 +69,15 @@ int rail_algorithm(const CollectiveContext& ctx, size_t bytes, bool in_place, co
 
 }  // namespace
 
+const char* small_family_algorithm(const CollectiveContext& ctx) {
+  return ctx.layout->node_count == 1 ? "oneshot" : "rab";
+}
+
+const char* rail_family_algorithm(const CollectiveContext& ctx, size_t bytes, bool in_place,
+                                  const AllreduceThresholds& sizes) {
+  return allreduce_registry()[rail_algorithm(ctx, bytes, in_place, sizes)].name;
+}
+
 bool auto_has_allreduce_choice(const CollectiveContext& ctx) {
   return ctx.hierarchical_ok && ctx.layout->world_size > 1 && ctx.layout->node_count < ctx.layout->world_size;
 }
@@ -87,10 +96,12 @@ int select_allreduce(const CollectiveContext& ctx, const std::string& choice, si
   if (!auto_has_allreduce_choice(ctx)) return flat;
   const int small = ctx.layout->node_count == 1 ? k.oneshot : k.rab;
   if (sizes.table != nullptr) {
-    switch (sizes.table->family_for(bytes)) {
+    switch (sizes.table->family_for(bytes, in_place)) {
       case AllreduceFamily::kFlat: return flat;
       case AllreduceFamily::kSmall: return small;
       case AllreduceFamily::kRail: return rail_algorithm(ctx, bytes, in_place, sizes);
+      case AllreduceFamily::kCopies: return k.rs_ar_ag;
+      case AllreduceFamily::kSingleCopy: return ctx.single_copy_ok ? k.single_copy : k.rs_ar_ag;
     }
   }
   if (bytes <= sizes.rab_max) return small;

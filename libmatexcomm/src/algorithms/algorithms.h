@@ -106,6 +106,11 @@ bool auto_has_allreduce_choice(const CollectiveContext& ctx);
 // it for messages of MATEX_CMA_MAX_BYTES and more (else MATEX_ERR_MISMATCH).
 int select_allreduce(const CollectiveContext& ctx, const std::string& choice, size_t bytes, bool in_place,
                      const AllreduceThresholds& sizes);
+// The names behind a table's families here: the small one (oneshot on one
+// node, rab on several) and the rail one at `bytes` (the CMA sizes decide).
+const char* small_family_algorithm(const CollectiveContext& ctx);
+const char* rail_family_algorithm(const CollectiveContext& ctx, size_t bytes, bool in_place,
+                                  const AllreduceThresholds& sizes);
 
 // Broadcast: "flat" or "hier"; auto = hier when there is more than one node.
 std::string select_broadcast(const CollectiveContext& ctx, const std::string& choice);

@@ -1,14 +1,16 @@
 // allreduce_table.cc - size bands from measured allreduce times (see allreduce_table.h).
 //
 // Cost: building evaluates the model at every power of two from 1 B to
-// 2^kLargestPower bytes (three families, a few logs each): microseconds, once
-// per layout. A lookup walks the bands (a handful).
+// 2^kLargestPower bytes (five families, twice, a few logs each):
+// microseconds, once per layout. A lookup walks the bands (a handful).
 // Preconditions: measurements sorted by size, flat measured at every size.
 #include "algorithms/allreduce_table.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <utility>
 
 #include "core/error.h"
 
@@ -17,8 +19,10 @@ namespace matexcomm {
 namespace {
 
 constexpr int kLargestPower = 40;  // bands are drawn up to 1 TiB; the last one covers the rest
-constexpr double kVersion = 1;
+constexpr double kVersion = 2;
 constexpr size_t kHeader = 5;  // version, measurements, bands, calibration seconds, cores shared
+constexpr size_t kPerMeasurement = 1 + 2 * kAllreduceFamilies;  // bytes, out-of-place and in-place seconds
+constexpr size_t kPerBand = 3;                                  // up to, family, in-place family
 
 std::string with_unit(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -45,45 +49,61 @@ const char* family_name(AllreduceFamily family) {
   switch (family) {
     case AllreduceFamily::kFlat: return "flat";
     case AllreduceFamily::kSmall: return "small (oneshot / rab)";
-    case AllreduceFamily::kRail: return "rail (rs_ar_ag / rs_ar_ag_cma)";
+    case AllreduceFamily::kRail: return "rail (rs_ar_ag / rs_ar_ag_cma by the CMA sizes)";
+    case AllreduceFamily::kCopies: return "rs_ar_ag";
+    case AllreduceFamily::kSingleCopy: return "rs_ar_ag_cma";
   }
   return "?";
 }
 
-double AllreduceTable::predicted_seconds(AllreduceFamily family, size_t bytes) const {
+bool is_rail_family(AllreduceFamily family) {
+  return family == AllreduceFamily::kRail || family == AllreduceFamily::kCopies ||
+         family == AllreduceFamily::kSingleCopy;
+}
+
+namespace {
+
+double seconds_of(const AllreduceTable::Measurement& m, int family, bool in_place) {
+  return in_place ? m.in_place_seconds[family] : m.seconds[family];
+}
+
+}  // namespace
+
+double AllreduceTable::predicted_seconds(AllreduceFamily family, size_t bytes, bool in_place) const {
   const int f = static_cast<int>(family);
-  std::vector<const Measurement*> points;
+  std::vector<std::pair<double, double>> points;  // (bytes, seconds) where measured
   for (const Measurement& m : measured) {
-    if (m.seconds[f] > 0) points.push_back(&m);
+    const double seconds = seconds_of(m, f, in_place);
+    if (seconds > 0) points.emplace_back(static_cast<double>(m.bytes), seconds);
   }
   if (points.empty()) return -1;
   const double s = static_cast<double>(bytes);
-  const Measurement& first = *points.front();
-  const Measurement& last = *points.back();
-  if (s <= static_cast<double>(first.bytes)) return first.seconds[f];
-  if (s > static_cast<double>(last.bytes)) {
+  const auto& [first_bytes, first_seconds] = points.front();
+  const auto& [last_bytes, last_seconds] = points.back();
+  if (s <= first_bytes) return first_seconds;
+  if (s > last_bytes) {
     // Only the families measured at the largest size extend past it: a family
     // timed at small sizes alone says nothing of large ones.
-    if (last.bytes != measured.back().bytes) return -1;
-    if (points.size() < 2) return last.seconds[f] * s / static_cast<double>(last.bytes);
-    const Measurement& before = *points[points.size() - 2];
-    const double slope = (last.seconds[f] - before.seconds[f]) / static_cast<double>(last.bytes - before.bytes);
-    return last.seconds[f] + (s - static_cast<double>(last.bytes)) * std::max(slope, 0.0);
+    if (last_bytes != static_cast<double>(measured.back().bytes)) return -1;
+    if (points.size() < 2) return last_seconds * s / last_bytes;
+    const auto& [before_bytes, before_seconds] = points[points.size() - 2];
+    const double slope = (last_seconds - before_seconds) / (last_bytes - before_bytes);
+    return last_seconds + (s - last_bytes) * std::max(slope, 0.0);
   }
   for (size_t i = 0; i + 1 < points.size(); ++i) {
-    const Measurement& a = *points[i];
-    const Measurement& b = *points[i + 1];
-    if (s > static_cast<double>(b.bytes)) continue;
-    const double x = std::log(s / static_cast<double>(a.bytes)) /
-                     std::log(static_cast<double>(b.bytes) / static_cast<double>(a.bytes));
-    return std::exp(std::log(a.seconds[f]) + x * (std::log(b.seconds[f]) - std::log(a.seconds[f])));
+    const auto& [a_bytes, a_seconds] = points[i];
+    const auto& [b_bytes, b_seconds] = points[i + 1];
+    if (s > b_bytes) continue;
+    const double x = std::log(s / a_bytes) / std::log(b_bytes / a_bytes);
+    return std::exp(std::log(a_seconds) + x * (std::log(b_seconds) - std::log(a_seconds)));
   }
-  return last.seconds[f];
+  return last_seconds;
 }
 
 AllreduceTable AllreduceTable::from_measurements(std::vector<Measurement> measurements, double calibration_seconds,
                                                  bool cores_shared) {
-  MATEX_REQUIRE(!measurements.empty(), MATEX_ERR_INTERNAL, "an allreduce table needs at least one measurement");
+  MATEX_REQUIRE(!measurements.empty() && measurements.size() <= kMaxMeasurements, MATEX_ERR_INTERNAL,
+                "an allreduce table needs 1 to " + std::to_string(kMaxMeasurements) + " measurements");
   AllreduceTable table;
   table.measured = std::move(measurements);
   table.calibration_seconds = calibration_seconds;
@@ -91,35 +111,50 @@ AllreduceTable AllreduceTable::from_measurements(std::vector<Measurement> measur
   for (int power = 0; power <= kLargestPower; ++power) {
     const size_t bytes = size_t{1} << power;
     const double flat = table.predicted_seconds(AllreduceFamily::kFlat, bytes);
-    AllreduceFamily best = AllreduceFamily::kFlat;
+    Band band{bytes, AllreduceFamily::kFlat, AllreduceFamily::kFlat};
     double best_seconds = flat;
-    for (AllreduceFamily other : {AllreduceFamily::kSmall, AllreduceFamily::kRail}) {
-      const double seconds = table.predicted_seconds(other, bytes);
+    for (int f = 1; f < kAllreduceFamilies; ++f) {
+      const double seconds = table.predicted_seconds(static_cast<AllreduceFamily>(f), bytes);
       if (seconds <= 0) continue;
       const bool beats_flat = flat <= 0 || seconds < flat * (1 - kMargin);
-      if (beats_flat && (best == AllreduceFamily::kFlat || seconds < best_seconds)) {
-        best = other;
+      if (beats_flat && (band.family == AllreduceFamily::kFlat || seconds < best_seconds)) {
+        band.family = static_cast<AllreduceFamily>(f);
         best_seconds = seconds;
       }
     }
-    if (!table.bands.empty() && table.bands.back().family == best) {
-      table.bands.back().up_to_bytes = bytes;
+    // In place: the fastest rail family in place, where a rail family won out of place.
+    band.in_place_family = band.family;
+    if (is_rail_family(band.family)) {
+      double best_in_place = table.predicted_seconds(band.family, bytes, true);
+      for (int f = 0; f < kAllreduceFamilies; ++f) {
+        const AllreduceFamily rail = static_cast<AllreduceFamily>(f);
+        const double seconds = is_rail_family(rail) ? table.predicted_seconds(rail, bytes, true) : -1;
+        if (seconds > 0 && (best_in_place <= 0 || seconds < best_in_place)) {
+          band.in_place_family = rail;
+          best_in_place = seconds;
+        }
+      }
+    }
+    Band* last = table.bands.empty() ? nullptr : &table.bands.back();
+    if (last != nullptr && last->family == band.family && last->in_place_family == band.in_place_family) {
+      last->up_to_bytes = bytes;
     } else {
-      table.bands.push_back({bytes, best});
+      table.bands.push_back(band);
     }
   }
   return table;
 }
 
-AllreduceFamily AllreduceTable::family_for(size_t bytes) const {
+AllreduceFamily AllreduceTable::family_for(size_t bytes, bool in_place) const {
   for (const Band& band : bands) {
-    if (bytes <= band.up_to_bytes) return band.family;
+    if (bytes <= band.up_to_bytes) return in_place ? band.in_place_family : band.family;
   }
-  return bands.empty() ? AllreduceFamily::kFlat : bands.back().family;
+  if (bands.empty()) return AllreduceFamily::kFlat;
+  return in_place ? bands.back().in_place_family : bands.back().family;
 }
 
-size_t AllreduceTable::serialized_capacity(size_t max_measurements) {
-  return kHeader + max_measurements * (1 + kAllreduceFamilies) + 2 * (kLargestPower + 1);
+size_t AllreduceTable::serialized_capacity() {
+  return kHeader + kMaxMeasurements * kPerMeasurement + kPerBand * (kLargestPower + 1);
 }
 
 std::vector<double> AllreduceTable::serialize() const {
@@ -128,10 +163,12 @@ std::vector<double> AllreduceTable::serialize() const {
   for (const Measurement& m : measured) {
     data.push_back(static_cast<double>(m.bytes));
     for (double seconds : m.seconds) data.push_back(seconds);
+    for (double seconds : m.in_place_seconds) data.push_back(seconds);
   }
   for (const Band& band : bands) {
     data.push_back(static_cast<double>(band.up_to_bytes));
     data.push_back(static_cast<double>(band.family));
+    data.push_back(static_cast<double>(band.in_place_family));
   }
   return data;
 }
@@ -152,9 +189,9 @@ AllreduceTable AllreduceTable::deserialize(const std::vector<double>& data) {
   MATEX_REQUIRE(data.size() >= kHeader && data[0] == kVersion, MATEX_ERR_INTERNAL,
                 "an allreduce table of another version or none arrived");
   AllreduceTable table;
-  const size_t measurements = whole(data, 1, static_cast<double>(data.size()), "measurement count");
+  const size_t measurements = whole(data, 1, kMaxMeasurements, "measurement count");
   const size_t bands = whole(data, 2, kLargestPower + 1, "band count");
-  MATEX_REQUIRE(bands >= 1 && data.size() >= kHeader + measurements * (1 + kAllreduceFamilies) + 2 * bands,
+  MATEX_REQUIRE(bands >= 1 && data.size() >= kHeader + measurements * kPerMeasurement + kPerBand * bands,
                 MATEX_ERR_INTERNAL, "a truncated allreduce table arrived");
   table.calibration_seconds = data[3];
   table.cores_shared = data[4] != 0;
@@ -162,9 +199,11 @@ AllreduceTable AllreduceTable::deserialize(const std::vector<double>& data) {
   for (size_t i = 0; i < measurements; ++i) {
     Measurement m;
     m.bytes = whole(data, at++, 0x1p53, "size");
-    for (double& seconds : m.seconds) {
-      seconds = data[at++];
-      MATEX_REQUIRE(std::isfinite(seconds), MATEX_ERR_INTERNAL, "a corrupt allreduce table arrived: time");
+    for (double* column : {m.seconds, m.in_place_seconds}) {
+      for (int f = 0; f < kAllreduceFamilies; ++f) {
+        column[f] = data[at++];
+        MATEX_REQUIRE(std::isfinite(column[f]), MATEX_ERR_INTERNAL, "a corrupt allreduce table arrived: time");
+      }
     }
     table.measured.push_back(m);
   }
@@ -172,26 +211,59 @@ AllreduceTable AllreduceTable::deserialize(const std::vector<double>& data) {
     Band band;
     band.up_to_bytes = whole(data, at++, 0x1p53, "band size");
     band.family = static_cast<AllreduceFamily>(whole(data, at++, kAllreduceFamilies - 1, "family"));
+    band.in_place_family = static_cast<AllreduceFamily>(whole(data, at++, kAllreduceFamilies - 1, "family"));
     MATEX_REQUIRE(table.bands.empty() || table.bands.back().up_to_bytes < band.up_to_bytes, MATEX_ERR_INTERNAL,
                   "a corrupt allreduce table arrived: bands out of order");
+    MATEX_REQUIRE(band.in_place_family == band.family ||
+                      (is_rail_family(band.family) && is_rail_family(band.in_place_family)),
+                  MATEX_ERR_INTERNAL, "a corrupt allreduce table arrived: placement changes the family");
     table.bands.push_back(band);
   }
   return table;
 }
 
 std::string AllreduceTable::explain() const {
-  std::string text = "allreduce under auto: measured at init in " + microseconds(calibration_seconds) +
-                     (cores_shared ? " (some node has more ranks than cores)" : "") +
-                     "; the slowest rank's faster of 2 calls, out of place\n";
-  char line[160];
-  std::snprintf(line, sizeof line, "  %12s %14s %14s %14s\n", "bytes", "flat", "small", "rail");
-  text += line;
-  for (const Measurement& m : measured) {
-    std::snprintf(line, sizeof line, "  %12s %14s %14s %14s\n", with_unit(static_cast<double>(m.bytes)).c_str(),
-                  microseconds(m.seconds[0]).c_str(), microseconds(m.seconds[1]).c_str(),
-                  microseconds(m.seconds[2]).c_str());
-    text += line;
+  const std::string origin =
+      calibration_seconds < 0
+          ? "from a tuning file (matex-tune; MATEX_CALIBRATE=file): the slowest rank's median call"
+          : "measured at init in " + microseconds(calibration_seconds) + ": the slowest rank's faster of 2 calls";
+  std::string text = "allreduce under auto: " + origin +
+                     (cores_shared ? " (some node has more ranks than cores)" : "") + "\n";
+  // Columns: every family measured somewhere, out of place, then in place.
+  struct Column {
+    int family;
+    bool in_place;
+  };
+  std::vector<Column> columns;
+  for (bool in_place : {false, true}) {
+    for (int f = 0; f < kAllreduceFamilies; ++f) {
+      for (const Measurement& m : measured) {
+        if (seconds_of(m, f, in_place) >= 0) {
+          columns.push_back({f, in_place});
+          break;
+        }
+      }
+    }
   }
+  static const char* kShort[kAllreduceFamilies] = {"flat", "small", "rail", "rs_ar_ag", "rs_ar_ag_cma"};
+  char cell[64];
+  std::snprintf(cell, sizeof cell, "  %12s", "bytes");
+  text += cell;
+  for (const Column& c : columns) {
+    std::snprintf(cell, sizeof cell, " %15s", (std::string(kShort[c.family]) + (c.in_place ? " in" : "")).c_str());
+    text += cell;
+  }
+  text += "\n";
+  for (const Measurement& m : measured) {
+    std::snprintf(cell, sizeof cell, "  %12s", with_unit(static_cast<double>(m.bytes)).c_str());
+    text += cell;
+    for (const Column& c : columns) {
+      std::snprintf(cell, sizeof cell, " %15s", microseconds(seconds_of(m, c.family, c.in_place)).c_str());
+      text += cell;
+    }
+    text += "\n";
+  }
+  text += "  (\"in\": in place; the others out of place)\n";
   text += "  choice (a family other than flat must be " + std::to_string(static_cast<int>(kMargin * 100)) +
           " % faster than flat; between sizes, log-log interpolation):\n";
   for (size_t i = 0; i < bands.size(); ++i) {
@@ -201,7 +273,12 @@ std::string AllreduceTable::explain() const {
                               : i == 0                  ? up_to
                               : i + 1 == bands.size()   ? above
                                                         : above + ", " + up_to;
-    text += "    " + range + ": " + family_name(bands[i].family) + "\n";
+    text += "    " + range + ": " + family_name(bands[i].family);
+    if (bands[i].in_place_family != bands[i].family) {
+      text += std::string("; in place ") + family_name(bands[i].in_place_family) +
+              " (ranks of a node must agree on in place here)";
+    }
+    text += "\n";
   }
   return text;
 }

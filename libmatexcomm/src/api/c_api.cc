@@ -270,6 +270,20 @@ matex_status_t matex_describe_selection(matex_comm_t comm, const char** text) {
   });
 }
 
+matex_status_t matex_tuning_identity(matex_comm_t comm, const char** library, const char** host_kind,
+                                     const char** layout) {
+  return guarded([&] {
+    require_out(library, "library");
+    require_out(host_kind, "host_kind");
+    require_out(layout, "layout");
+    thread_local matexcomm::TuningIdentity identity;
+    identity = live_comm(comm).tuning_identity();
+    *library = identity.library.c_str();
+    *host_kind = identity.host_kind.c_str();
+    *layout = identity.layout.c_str();
+  });
+}
+
 matex_status_t matex_allreduce(matex_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
                                matex_dtype_t dtype, matex_op_t op) {
   return guarded([&] { live_comm(comm).allreduce(sendbuf, recvbuf, count, dtype, op); });

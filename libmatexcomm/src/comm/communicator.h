@@ -16,6 +16,7 @@
 #include "core/backoff.h"
 #include "core/config.h"
 #include "core/mpi_handles.h"
+#include "core/tuning_file.h"
 #include "matex/topology/layout.h"
 #include "matexcomm/matexcomm.h"
 #include "transport/mpi_reductions.h"
@@ -58,6 +59,9 @@ class Communicator {
   // How auto chooses, in lines of text: the calibrated table and its
   // measurements, or the fixed rule (matex_describe_selection).
   std::string describe_selection() const;
+  // What a tuning file must have been measured for to serve this
+  // communicator (matex_tuning_identity); loads the hwloc topology.
+  TuningIdentity tuning_identity() const;
 
   void allreduce(const void* send, void* recv, size_t count, matex_dtype_t dtype, matex_op_t op,
                  const AllreduceHints& hints = {});
@@ -133,6 +137,10 @@ class Communicator {
   // the constructor.
   void calibrate_selection();
   AllreduceTable measure_allreduce_table();
+  // MATEX_CALIBRATE=file (communicator_tuning_file.cc): collective; true on
+  // every rank when rank 0's tuning file fits and `table` (rank 0's) holds it.
+  bool load_tuning_table(AllreduceTable* table);
+  AllreduceTable table_from_tuning(const TuningFile& file) const;
   // This rank's seconds for one allreduce of `bytes` by the one family `only` names.
   double time_family(const AllreduceTable& only, size_t bytes, float* send, float* recv);
   // What a table depends on: ranks per node, shared memory, single copies, sizes.

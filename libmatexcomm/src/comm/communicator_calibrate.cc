@@ -1,13 +1,15 @@
 // communicator_calibrate.cc - auto's allreduce table, measured when a
-// communicator is created (MATEX_CALIBRATE=init; see algorithms/allreduce_table.h).
+// communicator is created (MATEX_CALIBRATE=init; see algorithms/allreduce_table.h),
+// or read from a tuning file (=file, communicator_tuning_file.cc).
 //
 // Steps: 1. agree whether every rank already holds a table for this layout's
 //           shape (an earlier communicator of the same shape in this process):
 //           then rank 0's is broadcast and nothing is timed;
-//        2. otherwise time each family at kSizes, out of place, float32 sums,
+//        2. otherwise, under =file, take rank 0's tuning file if it fits;
+//        3. otherwise time each family at kSizes, out of place, float32 sums,
 //           in three rounds over all of them: a warm-up, then two that count
 //           (the faster of the two);
-//        3. rank 0 receives the slowest rank's times (MPI_Reduce, max), draws
+//        4. rank 0 receives the slowest rank's times (MPI_Reduce, max), draws
 //           the bands and broadcasts them, so every rank chooses alike.
 // Cost: three calls per family and size: 5-6 ms on 2 ranks of one node here,
 //   16-24 ms on 4 ranks in virtual nodes 2,2 and 3,1 (docs/algorithms.md);
@@ -37,6 +39,7 @@ constexpr size_t kSizes[] = {64, 1024, 16 * 1024, 256 * 1024, 1024 * 1024};
 constexpr size_t kMeasurements = sizeof kSizes / sizeof kSizes[0];
 constexpr size_t kSmallFamilyMaxBytes = 16 * 1024;
 constexpr int kTimedRounds = 2;  // after one warm-up round
+constexpr int kTimedFamilies = 3;  // flat, small and rail: the first three AllreduceFamily values
 
 // Tables already measured in this process, by layout shape.
 std::mutex g_tables_mutex;
@@ -47,7 +50,7 @@ std::map<std::string, std::shared_ptr<const AllreduceTable>>& tables_by_shape() 
 
 AllreduceTable one_family(AllreduceFamily family) {
   AllreduceTable table;
-  table.bands.push_back({~uint64_t{0}, family});
+  table.bands.push_back({~uint64_t{0}, family, family});
   return table;
 }
 
@@ -81,8 +84,8 @@ AllreduceTable Communicator::measure_allreduce_table() {
   std::vector<float> recv(send.size());
   for (size_t i = 0; i < send.size(); ++i) send[i] = static_cast<float>((i + layout_.world_rank) % 8);
   // Per size: the three families' seconds (negative: not timed), then the whole cost.
-  std::vector<double> mine(kMeasurements * kAllreduceFamilies + 1, -1);
-  const AllreduceTable only[kAllreduceFamilies] = {one_family(AllreduceFamily::kFlat),
+  std::vector<double> mine(kMeasurements * kTimedFamilies + 1, -1);
+  const AllreduceTable only[kTimedFamilies] = {one_family(AllreduceFamily::kFlat),
                                                    one_family(AllreduceFamily::kSmall),
                                                    one_family(AllreduceFamily::kRail)};
   // Rounds over every size and family, so that what warms up (first touches
@@ -90,11 +93,11 @@ AllreduceTable Communicator::measure_allreduce_table() {
   // the fastest of the timed calls counts, as preemption only ever adds.
   for (int round = 0; round <= kTimedRounds; ++round) {
     for (size_t i = 0; i < kMeasurements; ++i) {
-      for (int f = 0; f < kAllreduceFamilies; ++f) {
+      for (int f = 0; f < kTimedFamilies; ++f) {
         const AllreduceFamily family = static_cast<AllreduceFamily>(f);
         if (family == AllreduceFamily::kSmall && kSizes[i] > kSmallFamilyMaxBytes) continue;
         const double seconds = time_family(only[f], kSizes[i], send.data(), recv.data());
-        double& best = mine[i * kAllreduceFamilies + f];
+        double& best = mine[i * kTimedFamilies + f];
         if (round > 0) best = best < 0 ? seconds : std::min(best, seconds);
       }
     }
@@ -108,7 +111,7 @@ AllreduceTable Communicator::measure_allreduce_table() {
   std::vector<AllreduceTable::Measurement> measured(kMeasurements);
   for (size_t i = 0; i < kMeasurements; ++i) {
     measured[i].bytes = kSizes[i];
-    for (int f = 0; f < kAllreduceFamilies; ++f) measured[i].seconds[f] = slowest[i * kAllreduceFamilies + f];
+    for (int f = 0; f < kTimedFamilies; ++f) measured[i].seconds[f] = slowest[i * kTimedFamilies + f];
   }
   return AllreduceTable::from_measurements(std::move(measured), slowest.back(), cores_shared_anywhere_);
 }
@@ -132,12 +135,13 @@ void Communicator::calibrate_selection() {
   } else {
     // The timed calls are not the caller's: matex_last_algorithm keeps saying none ran.
     const char* last = last_[MATEX_COLL_ALLREDUCE];
-    table = measure_allreduce_table();
+    const bool from_file = config_.get_string("MATEX_CALIBRATE") == "file" && load_tuning_table(&table);
+    if (!from_file) table = measure_allreduce_table();
     last_[MATEX_COLL_ALLREDUCE] = last;
   }
   // Rank 0's table, on every rank.
   std::vector<double> data = table.serialize();
-  data.resize(AllreduceTable::serialized_capacity(kMeasurements), 0);
+  data.resize(AllreduceTable::serialized_capacity(), 0);
   check_mpi(MPI_Bcast(data.data(), static_cast<int>(data.size()), MPI_DOUBLE, 0, world_.get()),
             "MPI_Bcast of the allreduce table");
   allreduce_table_ = std::make_shared<const AllreduceTable>(AllreduceTable::deserialize(data));
@@ -145,6 +149,8 @@ void Communicator::calibrate_selection() {
   if (!everyone_has) {
     std::lock_guard<std::mutex> lock(g_tables_mutex);
     tables_by_shape()[shape] = allreduce_table_;
+  }
+  if (!everyone_has && allreduce_table_->calibration_seconds >= 0) {
     MATEX_LOG(LogLevel::kInfo, "allreduce calibrated in " + std::to_string(allreduce_table_->calibration_seconds * 1e3) +
                                    " ms (matex-bench --explain shows the table)");
   }

@@ -37,12 +37,17 @@ const std::vector<ConfigEntry>& config_table() {
       {"MATEX_ALLREDUCE_ALGO", ConfigType::kChoice, "auto", "auto|flat|rs_ar_ag|rs_ar_ag_cma|rab|oneshot",
        kUnbounded, kUnbounded,
        kSameOnAllRanks, "Allreduce algorithm: auto selects by message size (MATEX_CALIBRATE)."},
-      {"MATEX_CALIBRATE", ConfigType::kChoice, "off", "off|init", kUnbounded, kUnbounded, kSameOnAllRanks,
+      {"MATEX_CALIBRATE", ConfigType::kChoice, "off", "off|init|file", kUnbounded, kUnbounded, kSameOnAllRanks,
        "How auto picks an allreduce. off: the fixed sizes of MATEX_RAB_MAX_BYTES and MATEX_CMA_*. init: when "
        "a communicator is created, time MPI's allreduce, the small (oneshot / rab) and the rail (rs_ar_ag / "
        "rs_ar_ag_cma) algorithms at five sizes from 64 B to 1 MiB, and have rank 0 broadcast the fastest by "
        "size (5 ms on 2 ranks here; once per layout shape in a process; matex-bench --explain shows it). "
-       "Opt-in for now: so few calls time noisily where ranks share cores (docs/algorithms.md)."},
+       "file: rank 0 reads MATEX_TUNING_FILE (written by matex-tune) and broadcasts its table; a file of "
+       "another library version, host kind or layout is refused with a warning naming the mismatch, and init "
+       "runs instead. Opt-in for now: init's few calls time noisily where ranks share cores (docs/algorithms.md)."},
+      {"MATEX_TUNING_FILE", ConfigType::kString, "", "", kUnbounded, kUnbounded, kPerRank,
+       "With MATEX_CALIBRATE=file: the tuning file rank 0 reads (only rank 0's value counts). Empty: "
+       "$XDG_CACHE_HOME/matex/tuning.json, else $HOME/.cache/matex/tuning.json, where matex-tune writes."},
       {"MATEX_RAB_MAX_BYTES", ConfigType::kBytes, "1K", "", 0, kGiB, kSameOnAllRanks,
        "With MATEX_CALIBRATE=off: up to this message size auto uses oneshot on one node and rab (reduce, "
        "allreduce among leaders, broadcast) on several, and rs_ar_ag or rs_ar_ag_cma above."},

@@ -37,4 +37,10 @@ HardwareInfo probe_hardware();
 // one "core" per PU. Throws Error(MATEX_ERR_SYSTEM) if hwloc fails.
 std::vector<std::vector<int>> pus_of_cores();
 
+// What kind of host this is, for tuning files: the CPU model and the counts
+// of packages, cores and PUs, e.g. "Intel(R) Xeon(R) ...; 1 package, 2 cores,
+// 2 PUs". Hosts of one kind run the same collectives alike. Loads the
+// topology without I/O discovery; throws Error(MATEX_ERR_SYSTEM) if hwloc fails.
+std::string host_kind();
+
 }  // namespace matexcomm::topo

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# tuning_file_test.sh MPIEXEC MATEX_TUNE MATEX_BENCH - matex-tune writes a
+# tuning file that MATEX_CALIBRATE=file serves (every result still checked),
+# and every file that does not fit is refused with a warning naming why
+# (another layout, a stale library, another host kind, malformed, missing,
+# bad values), after which the table is measured at init and results stay right.
+set -euo pipefail
+MPIEXEC=$1
+TUNE=$2
+BENCH=$3
+DIR=$(mktemp -d)
+trap 'rm -rf "$DIR"' EXIT
+run() {  # run NP NODES FILE OUT: matex-bench's explanation, then a checked sweep
+  local np=$1 nodes=$2 file=$3 out=$4
+  MATEX_VIRTUAL_NODES=$nodes MATEX_CALIBRATE=file MATEX_TUNING_FILE=$file \
+    "$MPIEXEC" -np "$np" --oversubscribe -x MATEX_VIRTUAL_NODES -x MATEX_CALIBRATE -x MATEX_TUNING_FILE \
+    "$BENCH" --explain > "$out" 2>&1
+  MATEX_VIRTUAL_NODES=$nodes MATEX_CALIBRATE=file MATEX_TUNING_FILE=$file \
+    "$MPIEXEC" -np "$np" --oversubscribe -x MATEX_VIRTUAL_NODES -x MATEX_CALIBRATE -x MATEX_TUNING_FILE \
+    "$BENCH" -b 4 -e 1M -f 8 -n 2 -w 1 -c 1 -o sum >> "$out" 2>&1
+  grep -q "Out of bounds values : 0 OK" "$out" || { cat "$out"; echo "FAIL: wrong results ($out)"; exit 1; }
+}
+expect() {  # expect FILE TEXT WHAT
+  grep -qF -- "$2" "$1" || { cat "$1"; echo "FAIL: $3: no '$2'"; exit 1; }
+  echo "ok: $3"
+}
+
+# The default path: $XDG_CACHE_HOME/matex/tuning.json, for writing and reading.
+XDG_CACHE_HOME=$DIR "$MPIEXEC" -np 2 --oversubscribe -x XDG_CACHE_HOME "$TUNE" -b 64 -e 256K -f 4 -r 2 > "$DIR/tune.txt"
+GOOD=$DIR/matex/tuning.json
+expect "$DIR/tune.txt" "# wrote $GOOD" "matex-tune writes the default path"
+python3 - "$GOOD" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert t["format"] == "matex-tuning" and t["version"] == 1 and t["ranks"] == 2, t
+assert set(t["collectives"]) == {"allreduce", "allreduce_in_place", "broadcast", "allgather", "reduce_scatter"}, t["collectives"].keys()
+flat = t["collectives"]["allreduce"]["flat"]
+sizes = [b for b, s in flat["measured"]]
+assert sizes == [64, 256, 1024, 4096, 16384, 65536, 262144], sizes
+assert all(s > 0 for b, s in flat["measured"]) and flat["alpha_s"] >= 0 and flat["beta_s_per_byte"] >= 0, flat
+print("ok: the file holds every collective, the sizes asked for, and non-negative fits")
+PY
+XDG_CACHE_HOME=$DIR MATEX_CALIBRATE=file "$MPIEXEC" -np 2 --oversubscribe -x XDG_CACHE_HOME -x MATEX_CALIBRATE \
+  "$BENCH" --explain > "$DIR/default.txt" 2>&1
+expect "$DIR/default.txt" "from a tuning file" "the default path serves"
+
+run 2 "" "$GOOD" "$DIR/good.txt"
+expect "$DIR/good.txt" "from a tuning file" "the file serves its own layout"
+if grep -q "refusing" "$DIR/good.txt"; then cat "$DIR/good.txt"; echo "FAIL: a fitting file was refused"; exit 1; fi
+
+refused() {  # refused NAME NP NODES FILE TEXT
+  run "$2" "$3" "$4" "$DIR/$1.txt"
+  expect "$DIR/$1.txt" "$5" "$1 refused, naming why"
+  expect "$DIR/$1.txt" "measured at init" "$1: init measures instead"
+}
+refused layout 4 2,2 "$GOOD" "measured for another layout (p 2, here 4, nodes 2, here 2,2)"
+sed 's/"library": "[^"]*"/"library": "0.0.0"/' "$GOOD" > "$DIR/stale.json"
+refused stale 2 "" "$DIR/stale.json" "stale: written by libmatexcomm 0.0.0"
+sed 's/"host_kind": "[^"]*"/"host_kind": "Other CPU; 1 package, 64 cores, 128 PUs"/' "$GOOD" > "$DIR/host.json"
+refused host 2 "" "$DIR/host.json" "another host kind (Other CPU; 1 package, 64 cores, 128 PUs, here"
+head -c 300 "$GOOD" > "$DIR/cut.json"
+refused truncated 2 "" "$DIR/cut.json" "malformed JSON at byte"
+refused missing 2 "" "$DIR/none.json" "cannot read the tuning file $DIR/none.json"
+sed 's/"measured": \[\[64, [^]]*\]/"measured": [[64, -1]/' "$GOOD" > "$DIR/negative.json"
+refused negative 2 "" "$DIR/negative.json" "measured[0]: expected seconds above 0"
+sed 's/"version": 1/"version": 99/' "$GOOD" > "$DIR/version.json"
+refused version 2 "" "$DIR/version.json" "tuning file format version 99, this library reads 1"
+echo "PASS"
