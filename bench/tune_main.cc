@@ -8,7 +8,8 @@
 //
 // Each (size, algorithm) is timed in -r rounds, all sizes and algorithms
 // interleaved round by round, so that a slow moment of the machine spreads
-// over all of them. A round runs a batch of calls after a barrier; the
+// over all of them. A round runs a batch of calls, each on freshly written
+// input after a barrier (as matex-bench times them); the
 // slowest rank's time per call counts, and the median of the rounds is kept.
 // Every first call's result is checked against the exact sum.
 #include <mpi.h>
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "aligned_buffer.h"
 #include "bench_options.h"
 #include "cost_fit.h"
 #include "core/tuning_file.h"
@@ -38,6 +40,20 @@ struct TuneOptions {
   size_t max_bytes = 16u << 20;
   size_t factor = 4;
   int rounds = 7;
+};
+
+// Page-aligned floats, as matex-bench and the frameworks hand buffers over.
+class Floats {
+ public:
+  explicit Floats(size_t n) : buffer_(n * sizeof(float)), size_(n) {}
+  float* data() const { return static_cast<float*>(buffer_.data()); }
+  float* begin() const { return data(); }
+  float& operator[](size_t i) const { return data()[i]; }
+  size_t size() const { return size_; }
+
+ private:
+  matexbench::AlignedBuffer buffer_;
+  size_t size_;
 };
 
 struct Case {
@@ -102,13 +118,11 @@ TuneOptions parse(int argc, char** argv) {
   return options;
 }
 
-// Calls per timed batch: enough to outlast a barrier's skew at small sizes,
-// and at least two, so that calls meet the caches as back-to-back calls do.
+// Calls per round: many where one call takes microseconds, at least two.
 int batch_calls(size_t bytes) { return static_cast<int>(std::clamp<size_t>((8u << 20) / bytes, 2, 32)); }
 
 // One call of `c` moving `bytes` per rank (float32; sums for the reductions).
-void run_once(matex_comm_t comm, const Case& c, size_t bytes, int p, std::vector<float>& send,
-              std::vector<float>& recv) {
+void run_once(matex_comm_t comm, const Case& c, size_t bytes, int p, const Floats& send, const Floats& recv) {
   const size_t count = bytes / sizeof(float);
   switch (c.coll) {
     case MATEX_COLL_ALLREDUCE:
@@ -131,7 +145,7 @@ void run_once(matex_comm_t comm, const Case& c, size_t bytes, int p, std::vector
 }
 
 // The first call's allreduce result against the exact sum: rank r sends (i % 8) + r.
-bool allreduce_correct(const std::vector<float>& recv, size_t count, int p) {
+bool allreduce_correct(const Floats& recv, size_t count, int p) {
   for (size_t i = 0; i < count; ++i) {
     if (recv[i] != static_cast<float>(p * static_cast<int>(i % 8) + p * (p - 1) / 2)) return false;
   }
@@ -186,7 +200,7 @@ int main(int argc, char** argv) {
       {MATEX_COLL_ALLREDUCE, "allreduce_in_place", "rs_ar_ag_cma", true}, {MATEX_COLL_BROADCAST, "broadcast", "flat"},
       {MATEX_COLL_BROADCAST, "broadcast", "hier"},        {MATEX_COLL_ALLGATHER, "allgather", "flat"},
       {MATEX_COLL_REDUCE_SCATTER, "reduce_scatter", "flat"}};
-  std::vector<float> send(options.max_bytes / sizeof(float) + p), recv(send.size());
+  Floats send(options.max_bytes / sizeof(float) + p), recv(send.size());
   for (size_t i = 0; i < send.size(); ++i) send[i] = static_cast<float>(i % 8 + rank);
 
   // Which cases run as themselves here (oneshot needs one node, single copies need CMA, ...).
@@ -208,12 +222,22 @@ int main(int argc, char** argv) {
         if (!runs[c]) continue;
         check(matex_set_algorithm(comm, cases[c].coll, cases[c].algorithm), "matex_set_algorithm");
         const int calls = round == -1 ? 1 : batch_calls(sizes[s]);  // the warm-up's one call is checked
-        // In place the sums grow p-fold per call: at most 32 calls stay finite in float32.
-        if (cases[c].in_place) std::copy(send.begin(), send.begin() + sizes[s] / sizeof(float), recv.begin());
-        MPI_Barrier(MPI_COMM_WORLD);
-        const double start = MPI_Wtime();
-        for (int i = 0; i < calls; ++i) run_once(comm, cases[c], sizes[s], p, send, recv);
-        const double seconds = (MPI_Wtime() - start) / calls;
+        double total = 0;
+        for (int i = 0; i < calls; ++i) {
+          // Fresh input before every call, as a training step's gradients are (and as
+          // matex-bench does): the input lines sit in their writer's cache, not the reader's.
+          const size_t count = sizes[s] / sizeof(float);
+          if (cases[c].in_place) {
+            std::copy(send.begin(), send.begin() + count, recv.begin());
+          } else {
+            for (size_t e = 0; e < count; ++e) send[e] = static_cast<float>(e % 8 + rank);
+          }
+          MPI_Barrier(MPI_COMM_WORLD);
+          const double start = MPI_Wtime();
+          run_once(comm, cases[c], sizes[s], p, send, recv);
+          total += MPI_Wtime() - start;
+        }
+        const double seconds = total / calls;
         if (round == -1 && cases[c].coll == MATEX_COLL_ALLREDUCE) {
           wrong += !allreduce_correct(recv, sizes[s] / sizeof(float), p);
         }

@@ -4,6 +4,7 @@
 # and every file that does not fit is refused with a warning naming why
 # (another layout, a stale library, another host kind, malformed, missing,
 # bad values), after which the table is measured at init and results stay right.
+# Under MATEX_CALIBRATE=auto (the default) a missing file is silent.
 set -euo pipefail
 MPIEXEC=$1
 TUNE=$2
@@ -48,12 +49,30 @@ run 2 "" "$GOOD" "$DIR/good.txt"
 expect "$DIR/good.txt" "from a tuning file" "the file serves its own layout"
 if grep -q "refusing" "$DIR/good.txt"; then cat "$DIR/good.txt"; echo "FAIL: a fitting file was refused"; exit 1; fi
 
+# MATEX_CALIBRATE=auto (the default): a missing file is no warning and keeps
+# the fixed sizes; the default path's file serves; an unfit one is refused,
+# naming why, and the fixed sizes stay.
+explain_auto() {  # explain_auto CACHE_DIR OUT [TUNING_FILE]
+  XDG_CACHE_HOME=$1 MATEX_TUNING_FILE=${3:-} "$MPIEXEC" -np 2 --oversubscribe -x XDG_CACHE_HOME -x MATEX_TUNING_FILE \
+    "$BENCH" --explain > "$2" 2>&1
+}
+explain_auto "$DIR/empty" "$DIR/auto_none.txt"
+expect "$DIR/auto_none.txt" "fixed sizes" "auto without a file keeps the fixed sizes"
+if grep -q "warn" "$DIR/auto_none.txt"; then cat "$DIR/auto_none.txt"; echo "FAIL: auto warned of no file"; exit 1; fi
+explain_auto "$DIR" "$DIR/auto_default.txt"
+expect "$DIR/auto_default.txt" "from a tuning file" "auto serves the default path's file"
+sed 's/"library": "[^"]*"/"library": "0.0.0"/' "$GOOD" > "$DIR/auto_stale.json"
+explain_auto "$DIR/empty" "$DIR/auto_stale.txt" "$DIR/auto_stale.json"
+expect "$DIR/auto_stale.txt" "MATEX_CALIBRATE=auto: refusing the tuning file $DIR/auto_stale.json: stale" \
+  "auto refuses a stale file, naming why"
+expect "$DIR/auto_stale.txt" "fixed sizes" "auto keeps the fixed sizes after refusing"
+
 refused() {  # refused NAME NP NODES FILE TEXT
   run "$2" "$3" "$4" "$DIR/$1.txt"
   expect "$DIR/$1.txt" "$5" "$1 refused, naming why"
   expect "$DIR/$1.txt" "measured at init" "$1: init measures instead"
 }
-refused layout 4 2,2 "$GOOD" "measured for another layout (p 2, here 4, nodes 2, here 2,2)"
+refused layout 4 2,2 "$GOOD" "measured for another layout (p 2, here 4, nodes 2, here 2,2, shared 0, here 1"
 sed 's/"library": "[^"]*"/"library": "0.0.0"/' "$GOOD" > "$DIR/stale.json"
 refused stale 2 "" "$DIR/stale.json" "stale: written by libmatexcomm 0.0.0"
 sed 's/"host_kind": "[^"]*"/"host_kind": "Other CPU; 1 package, 64 cores, 128 PUs"/' "$GOOD" > "$DIR/host.json"

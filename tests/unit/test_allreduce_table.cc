@@ -125,7 +125,7 @@ TEST(AllreduceTable, SurvivesTheBroadcastFormat) {
     }
   }
   EXPECT_EQ(back.explain(), table.explain());
-  EXPECT_NE(table.explain().find("some node has more ranks than cores"), std::string::npos) << table.explain();
+  EXPECT_NE(table.explain().find("some host has more ranks than cores"), std::string::npos) << table.explain();
 }
 
 TEST(AllreduceTable, RefusesAnotherVersionOrATruncatedTable) {

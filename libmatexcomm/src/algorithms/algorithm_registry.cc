@@ -79,7 +79,7 @@ const char* rail_family_algorithm(const CollectiveContext& ctx, size_t bytes, bo
 }
 
 bool auto_has_allreduce_choice(const CollectiveContext& ctx) {
-  return ctx.hierarchical_ok && ctx.layout->world_size > 1 && ctx.layout->node_count < ctx.layout->world_size;
+  return ctx.hierarchical_ok && ctx.layout->world_size > 1;
 }
 
 int select_allreduce(const CollectiveContext& ctx, const std::string& choice, size_t bytes, bool in_place,
@@ -104,6 +104,7 @@ int select_allreduce(const CollectiveContext& ctx, const std::string& choice, si
       case AllreduceFamily::kSingleCopy: return ctx.single_copy_ok ? k.single_copy : k.rs_ar_ag;
     }
   }
+  if (ctx.layout->node_count == ctx.layout->world_size) return flat;  // the fixed sizes: flat with one rank per node
   if (bytes <= sizes.rab_max) return small;
   return rail_algorithm(ctx, bytes, in_place, sizes);
 }

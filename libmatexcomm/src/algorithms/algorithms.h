@@ -99,8 +99,10 @@ struct AllreduceThresholds {
   size_t single_copy_max = 0;  // MATEX_CMA_MAX_BYTES
   const AllreduceTable* table = nullptr;  // the same on every rank, or null everywhere
 };
-// False where auto has nothing to choose and runs flat: a single rank, no
-// shared memory, or one rank per node (the hierarchy would be flat with extra steps).
+// False where auto has nothing to choose and runs flat: a single rank, or no
+// shared memory. With one rank per node only a measured table chooses (the
+// rail family then cuts MPI's allreduce into MATEX_SHM_CHUNK_BYTES pieces,
+// which can be faster); the fixed sizes run flat there.
 bool auto_has_allreduce_choice(const CollectiveContext& ctx);
 // in_place: sendbuf == recvbuf on this rank. Ranks of one node must agree on
 // it for messages of MATEX_CMA_MAX_BYTES and more (else MATEX_ERR_MISMATCH).

@@ -69,7 +69,10 @@ void reduce_block(const CollectiveContext& ctx, ShmNodeChannel& shm, const Allre
   // and save a copy. Otherwise the block is finished in cache (scratch) and
   // only then written out, to my recv buffer and to every neighbour's.
   const bool in_place = args.send == args.recv;
-  char* finished = in_place ? target : scratch + scratch_stride * (q - 1);
+  // Out of place, the block is finished straight in my recv buffer unless it
+  // goes there by streaming stores (large messages, whose recv lines are cold).
+  const bool in_target = in_place || !args.streaming;
+  char* finished = in_target ? target : scratch + scratch_stride * (q - 1);
   {
     PhaseTimer timer(ctx.phases, Phase::kReduce);
     reduce_sources(args.dtype, args.op, finished, sources.data(), q, count);
@@ -81,10 +84,7 @@ void reduce_block(const CollectiveContext& ctx, ShmNodeChannel& shm, const Allre
   }
   if (args.op == MATEX_AVG) divide_elements(args.dtype, finished, count, ctx.layout->world_size);
   PhaseTimer timer(ctx.phases, Phase::kScatter);
-  if (!in_place) {
-    if (args.streaming) stream_copy(target, finished, bytes);
-    else std::memcpy(target, finished, bytes);
-  }
+  if (!in_target) stream_copy(target, finished, bytes);
   for (int peer = 0; peer < q; ++peer) {
     if (peer == me) continue;
     ShmNodeChannel::PeerBuffers theirs = shm.peer_buffers(peer);

@@ -228,7 +228,7 @@ std::string AllreduceTable::explain() const {
           ? "from a tuning file (matex-tune; MATEX_CALIBRATE=file): the slowest rank's median call"
           : "measured at init in " + microseconds(calibration_seconds) + ": the slowest rank's faster of 2 calls";
   std::string text = "allreduce under auto: " + origin +
-                     (cores_shared ? " (some node has more ranks than cores)" : "") + "\n";
+                     (cores_shared ? " (some host has more ranks than cores)" : "") + "\n";
   // Columns: every family measured somewhere, out of place, then in place.
   struct Column {
     int family;

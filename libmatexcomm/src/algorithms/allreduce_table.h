@@ -55,7 +55,7 @@ struct AllreduceTable {
   std::vector<Band> bands;            // by growing size; empty: flat everywhere
   // What measuring cost (the slowest rank's); negative: the table came from a tuning file.
   double calibration_seconds = 0;
-  bool cores_shared = false;  // some node had more ranks than cores while measuring
+  bool cores_shared = false;  // some host had more ranks than cores while measuring
 
   // Builds the bands from `measured` (sorted by size, 1 to kMaxMeasurements entries).
   static AllreduceTable from_measurements(std::vector<Measurement> measured, double calibration_seconds,

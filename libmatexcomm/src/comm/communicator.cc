@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstring>
 #include <vector>
 
 #include "algorithms/algorithms.h"
@@ -78,14 +79,25 @@ bool Communicator::node_has_dedicated_cores() const {
   return cores > 0 && layout_.local_size <= cores;
 }
 
+bool Communicator::host_has_dedicated_cores() const {
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  long on_host = layout_.local_size;
+  if (layout_.node_hosts.size() == static_cast<size_t>(layout_.node_count)) {
+    const std::string& host = layout_.node_hosts[layout_.node_index];
+    on_host = 0;
+    for (int r = 0; r < layout_.world_size; ++r) on_host += layout_.node_hosts[layout_.node_of_rank[r]] == host;
+  }
+  return cores > 0 && on_host <= cores;
+}
+
 size_t Communicator::choose_chunk_bytes() {
   // Rails exchange chunk-sized pieces, so every rank must use the same size.
-  int oversubscribed = node_has_dedicated_cores() ? 0 : 1;
-  int anywhere = 0;
-  check_mpi(MPI_Allreduce(&oversubscribed, &anywhere, 1, MPI_INT, MPI_MAX, world_.get()),
+  int oversubscribed[2] = {node_has_dedicated_cores() ? 0 : 1, host_has_dedicated_cores() ? 0 : 1};
+  int anywhere[2] = {0, 0};
+  check_mpi(MPI_Allreduce(oversubscribed, anywhere, 2, MPI_INT, MPI_MAX, world_.get()),
             "MPI_Allreduce of core counts");
-  cores_shared_anywhere_ = anywhere != 0;
-  size_t bytes = config_.get_bytes(anywhere ? "MATEX_SHM_CHUNK_BYTES_OVERSUBSCRIBED" : "MATEX_SHM_CHUNK_BYTES");
+  cores_shared_anywhere_ = anywhere[1] != 0;
+  size_t bytes = config_.get_bytes(anywhere[0] ? "MATEX_SHM_CHUNK_BYTES_OVERSUBSCRIBED" : "MATEX_SHM_CHUNK_BYTES");
   return ShmNodeChannel::step_bytes(bytes);
 }
 
@@ -277,6 +289,25 @@ void Communicator::allreduce_pieces(const std::vector<BufferPiece>& pieces, mate
     count += pieces[i].count;
   }
   const size_t bytes = checked_bytes(count, dtype, "count");
+  if (choice_[MATEX_COLL_ALLREDUCE] == "auto" && thresholds_.table != nullptr &&
+      !is_rail_family(thresholds_.table->family_for(bytes, any_in_place))) {
+    // The table wants flat or the small family, which need one buffer: pack,
+    // reduce in place (the same choice: placement only moves rail bands), unpack.
+    const size_t element = dtype_size(dtype);
+    fused_scratch_.resize(bytes);
+    size_t at = 0;
+    for (const BufferPiece& piece : pieces) {
+      std::memcpy(fused_scratch_.data() + at, piece.send, piece.count * element);
+      at += piece.count * element;
+    }
+    allreduce(fused_scratch_.data(), fused_scratch_.data(), count, dtype, op, hints);
+    at = 0;
+    for (const BufferPiece& piece : pieces) {
+      std::memcpy(piece.recv, fused_scratch_.data() + at, piece.count * element);
+      at += piece.count * element;
+    }
+    return;
+  }
   const int chosen = find_allreduce("rs_ar_ag");
   last_[MATEX_COLL_ALLREDUCE] = allreduce_registry()[chosen].name;
   run_collective(reduction_call(CallKind::kAllreduce, count, dtype, op), [&] {

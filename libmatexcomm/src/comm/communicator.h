@@ -66,7 +66,9 @@ class Communicator {
   void allreduce(const void* send, void* recv, size_t count, matex_dtype_t dtype, matex_op_t op,
                  const AllreduceHints& hints = {});
   // True (the same on every rank) when allreduce_pieces runs as one
-  // rs_ar_ag call straight on the pieces, without packing them.
+  // rs_ar_ag call straight on the pieces, without packing them. Under a
+  // measured table that picks flat or the small family for the fused size,
+  // allreduce_pieces packs them into one buffer for that call instead.
   bool fuses_without_copies() const;
   // One allreduce over many tensors of one dtype, as if laid end to end; each
   // rank must pass the same piece counts. Without fuses_without_copies(), one
@@ -126,9 +128,15 @@ class Communicator {
   // The constructors' shared body; `inherited` null: discover the layout.
   Communicator(MPI_Comm parent, const topo::Layout* inherited);
   void setup_shared_memory();
+  // True when my node's ranks do not outnumber the host's cores: the pacing
+  // of waits and the chunk size follow it (virtual nodes count as machines).
   bool node_has_dedicated_cores() const;
+  // True when the ranks on my host (all its virtual nodes) do not outnumber
+  // its cores: auto's measured tables record it (tuning files, --explain).
+  bool host_has_dedicated_cores() const;
   // The shm pipeline step: MATEX_SHM_CHUNK_BYTES, or the _OVERSUBSCRIBED one
-  // when any node has more ranks than cores (collective, same on every rank).
+  // when any node has more ranks than cores (collective, same on every rank);
+  // sets cores_shared_anywhere_ too.
   size_t choose_chunk_bytes();
   // True when this rank can read every local neighbour's memory (collective over the node).
   bool probe_single_copy();
@@ -137,9 +145,10 @@ class Communicator {
   // the constructor.
   void calibrate_selection();
   AllreduceTable measure_allreduce_table();
-  // MATEX_CALIBRATE=file (communicator_tuning_file.cc): collective; true on
-  // every rank when rank 0's tuning file fits and `table` (rank 0's) holds it.
-  bool load_tuning_table(AllreduceTable* table);
+  // MATEX_CALIBRATE=file or auto (communicator_tuning_file.cc): collective;
+  // true on every rank when rank 0's tuning file fits and `table` (rank 0's)
+  // holds it. `optional` (auto): a missing file is no warning.
+  bool load_tuning_table(AllreduceTable* table, bool optional);
   AllreduceTable table_from_tuning(const TuningFile& file) const;
   // This rank's seconds for one allreduce of `bytes` by the one family `only` names.
   double time_family(const AllreduceTable& only, size_t bytes, float* send, float* recv);
@@ -165,7 +174,7 @@ class Communicator {
   std::vector<char> scratch_;
   AllreduceThresholds thresholds_;
   std::shared_ptr<const AllreduceTable> allreduce_table_;  // thresholds_.table's owner, or null
-  bool cores_shared_anywhere_ = false;  // some node has more ranks than cores (the same on every rank)
+  bool cores_shared_anywhere_ = false;  // some host has more ranks than cores (the same on every rank)
   size_t streaming_min_bytes_ = 0;
   std::string choice_[4];
   const char* last_[4] = {"", "", "", ""};  // static strings: no copy per call
@@ -185,6 +194,7 @@ class Communicator {
   // p2p waits yield early: a peer of a point-to-point message may be any rank
   // of the host, and the tests run more ranks than cores.
   BackoffPace pace_ = BackoffPace::for_shared_cores();
+  std::vector<char> fused_scratch_;  // allreduce_pieces' packed pieces, when the table wants one buffer
   std::vector<char> premul_scratch_;  // reduce_scatter_premul_sum's scaled copy of the input
 };
 

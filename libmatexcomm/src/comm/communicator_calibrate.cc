@@ -1,11 +1,13 @@
 // communicator_calibrate.cc - auto's allreduce table, measured when a
 // communicator is created (MATEX_CALIBRATE=init; see algorithms/allreduce_table.h),
-// or read from a tuning file (=file, communicator_tuning_file.cc).
+// or read from a tuning file (=file, and =auto where one exists;
+// communicator_tuning_file.cc).
 //
 // Steps: 1. agree whether every rank already holds a table for this layout's
 //           shape (an earlier communicator of the same shape in this process):
 //           then rank 0's is broadcast and nothing is timed;
-//        2. otherwise, under =file, take rank 0's tuning file if it fits;
+//        2. otherwise, under =file or =auto, take rank 0's tuning file if it
+//           fits (=auto without one keeps the fixed sizes);
 //        3. otherwise time each family at kSizes, out of place, float32 sums,
 //           in three rounds over all of them: a warm-up, then two that count
 //           (the faster of the two);
@@ -117,7 +119,8 @@ AllreduceTable Communicator::measure_allreduce_table() {
 }
 
 void Communicator::calibrate_selection() {
-  if (config_.get_string("MATEX_CALIBRATE") == "off" || choice_[MATEX_COLL_ALLREDUCE] != "auto") return;
+  const std::string mode = config_.get_string("MATEX_CALIBRATE");
+  if (mode == "off" || choice_[MATEX_COLL_ALLREDUCE] != "auto") return;
   if (!auto_has_allreduce_choice(context_)) return;  // flat is all there is
   const std::string shape = layout_shape();
   std::shared_ptr<const AllreduceTable> known;
@@ -135,7 +138,8 @@ void Communicator::calibrate_selection() {
   } else {
     // The timed calls are not the caller's: matex_last_algorithm keeps saying none ran.
     const char* last = last_[MATEX_COLL_ALLREDUCE];
-    const bool from_file = config_.get_string("MATEX_CALIBRATE") == "file" && load_tuning_table(&table);
+    const bool from_file = mode != "init" && load_tuning_table(&table, mode == "auto");
+    if (!from_file && mode == "auto") return;  // no fitting file: the fixed sizes (every rank knows alike)
     if (!from_file) table = measure_allreduce_table();
     last_[MATEX_COLL_ALLREDUCE] = last;
   }
@@ -164,10 +168,13 @@ std::string Communicator::describe_selection() const {
   } else if (thresholds_.table != nullptr) {
     text = thresholds_.table->explain();
   } else {
+    const bool one_per_node = layout_.node_count == layout_.world_size;
     text = !auto_has_allreduce_choice(context_)
-               ? "allreduce under auto: flat (one rank, one rank per node, or no shared memory)\n"
-               : "allreduce under auto: fixed sizes (no measured table: MATEX_CALIBRATE=off, or allreduce was "
-                 "forced when the communicator was created): " +
+               ? "allreduce under auto: flat (one rank, or no shared memory)\n"
+           : one_per_node
+               ? "allreduce under auto: flat (one rank per node, and no measured table)\n"
+               : "allreduce under auto: fixed sizes (no measured table: no tuning file under MATEX_CALIBRATE=auto, "
+                 "or off, or allreduce was forced when the communicator was created): " +
                      std::string(layout_.node_count == 1 ? "oneshot" : "rab") + " up to " +
                      std::to_string(thresholds_.rab_max) + " B, then rs_ar_ag, or rs_ar_ag_cma from " +
                      std::to_string(thresholds_.single_copy_min) + " B (out of place below " +

@@ -4,11 +4,15 @@
 // Rank 0 alone reads the file and checks that it was measured by this
 // library version, on this kind of host, in this layout (tuning_mismatch);
 // a file that does not fit is refused with a warning that names the
-// mismatch, and the table is measured at init instead. Rank 0 then
+// mismatch, and the table is measured at init instead (under =auto: the
+// fixed sizes are kept, and a missing file is no warning). Rank 0 then
 // broadcasts whether the file served, so every rank takes the same path.
 // Cost: reading a few kilobytes and one hwloc topology load on rank 0; one
 // MPI_Bcast of an int.
 // Preconditions: the rest of the constructor is done; allreduce is under auto.
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <map>
 #include <string>
 #include <utility>
@@ -74,24 +78,32 @@ AllreduceTable Communicator::table_from_tuning(const TuningFile& file) const {
   return AllreduceTable::from_measurements(std::move(measured), -1, file.cores_shared);
 }
 
-bool Communicator::load_tuning_table(AllreduceTable* table) {
+bool Communicator::load_tuning_table(AllreduceTable* table, bool optional) {
   int served = 0;
   if (world_.rank() == 0) {
     std::string path = config_.get_string("MATEX_TUNING_FILE");
     if (path.empty()) path = default_tuning_path();
-    const std::string instead = "; measuring at init instead (matex-tune writes a file for this layout)";
-    try {
-      const TuningFile file = TuningFile::read(path);
-      const std::string why = tuning_mismatch(file.identity, tuning_identity());
-      if (why.empty()) {
-        *table = table_from_tuning(file);
-        served = 1;
-        MATEX_LOG(LogLevel::kInfo, "allreduce table from the tuning file " + path + " (measured " + file.created + ")");
-      } else {
-        MATEX_LOG(LogLevel::kWarn, "MATEX_CALIBRATE=file: refusing the tuning file " + path + ": " + why + instead);
+    const std::string mode = optional ? "MATEX_CALIBRATE=auto: " : "MATEX_CALIBRATE=file: ";
+    const std::string instead = optional ? "; keeping the fixed sizes (matex-tune writes a file for this layout)"
+                                         : "; measuring at init instead (matex-tune writes a file for this layout)";
+    struct stat status;
+    if (optional && ::stat(path.c_str(), &status) != 0 && errno == ENOENT) {
+      MATEX_LOG(LogLevel::kDebug, "no tuning file at " + path + ": auto keeps the fixed sizes");
+    } else {
+      try {
+        const TuningFile file = TuningFile::read(path);
+        const std::string why = tuning_mismatch(file.identity, tuning_identity());
+        if (why.empty()) {
+          *table = table_from_tuning(file);
+          served = 1;
+          MATEX_LOG(LogLevel::kInfo,
+                    "allreduce table from the tuning file " + path + " (measured " + file.created + ")");
+        } else {
+          MATEX_LOG(LogLevel::kWarn, mode + "refusing the tuning file " + path + ": " + why + instead);
+        }
+      } catch (const std::exception& e) {
+        MATEX_LOG(LogLevel::kWarn, mode + e.what() + instead);
       }
-    } catch (const std::exception& e) {
-      MATEX_LOG(LogLevel::kWarn, std::string("MATEX_CALIBRATE=file: ") + e.what() + instead);
     }
   }
   check_mpi(MPI_Bcast(&served, 1, MPI_INT, 0, world_.get()), "MPI_Bcast of whether the tuning file served");

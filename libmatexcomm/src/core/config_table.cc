@@ -37,19 +37,23 @@ const std::vector<ConfigEntry>& config_table() {
       {"MATEX_ALLREDUCE_ALGO", ConfigType::kChoice, "auto", "auto|flat|rs_ar_ag|rs_ar_ag_cma|rab|oneshot",
        kUnbounded, kUnbounded,
        kSameOnAllRanks, "Allreduce algorithm: auto selects by message size (MATEX_CALIBRATE)."},
-      {"MATEX_CALIBRATE", ConfigType::kChoice, "off", "off|init|file", kUnbounded, kUnbounded, kSameOnAllRanks,
-       "How auto picks an allreduce. off: the fixed sizes of MATEX_RAB_MAX_BYTES and MATEX_CMA_*. init: when "
+      {"MATEX_CALIBRATE", ConfigType::kChoice, "auto", "auto|off|init|file", kUnbounded, kUnbounded,
+       kSameOnAllRanks,
+       "How auto picks an allreduce. auto: file where a tuning file exists, else off (a file that does not fit "
+       "is refused with a warning, and off applies). off: the fixed sizes of MATEX_RAB_MAX_BYTES and "
+       "MATEX_CMA_*. init: when "
        "a communicator is created, time MPI's allreduce, the small (oneshot / rab) and the rail (rs_ar_ag / "
        "rs_ar_ag_cma) algorithms at five sizes from 64 B to 1 MiB, and have rank 0 broadcast the fastest by "
        "size (5 ms on 2 ranks here; once per layout shape in a process; matex-bench --explain shows it). "
        "file: rank 0 reads MATEX_TUNING_FILE (written by matex-tune) and broadcasts its table; a file of "
        "another library version, host kind or layout is refused with a warning naming the mismatch, and init "
-       "runs instead. Opt-in for now: init's few calls time noisily where ranks share cores (docs/algorithms.md)."},
+       "runs instead. init is opt-in: its few calls time noisily where ranks share cores (docs/algorithms.md)."},
       {"MATEX_TUNING_FILE", ConfigType::kString, "", "", kUnbounded, kUnbounded, kPerRank,
-       "With MATEX_CALIBRATE=file: the tuning file rank 0 reads (only rank 0's value counts). Empty: "
+       "With MATEX_CALIBRATE=file or auto: the tuning file rank 0 reads (only rank 0's value counts). Empty: "
        "$XDG_CACHE_HOME/matex/tuning.json, else $HOME/.cache/matex/tuning.json, where matex-tune writes."},
       {"MATEX_RAB_MAX_BYTES", ConfigType::kBytes, "1K", "", 0, kGiB, kSameOnAllRanks,
-       "With MATEX_CALIBRATE=off: up to this message size auto uses oneshot on one node and rab (reduce, "
+       "Without a measured table (MATEX_CALIBRATE=off, or auto without a tuning file): up to this message "
+       "size auto uses oneshot on one node and rab (reduce, "
        "allreduce among leaders, broadcast) on several, and rs_ar_ag or rs_ar_ag_cma above."},
       {"MATEX_CMA_MIN_BYTES", ConfigType::kBytes, "64K", "", 0, 1e18, kSameOnAllRanks,
        "From this size auto uses rs_ar_ag_cma (single copies) where cross-memory attach works; below it "
