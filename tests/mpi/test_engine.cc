@@ -35,6 +35,7 @@
 #include "error_checks.h"
 #include "exact_values.h"
 #include "matexcomm/matexcomm.h"
+#include "matexcomm/matexcomm_mpi.h"
 #include "mpi_test_util.h"
 #include "reduction_patterns.h"
 
@@ -823,6 +824,115 @@ TEST(EngineIdle, ThePauseSlowsTheCycleAndTheNextTensorsStillMatch) {
   errors += busy_cycles < 8;
   EXPECT_EQ(matex_engine_destroy(&engine), MATEX_SUCCESS) << matex_last_error();
   agree_no_errors(errors, "tensors after an idle pause");
+}
+
+
+
+// JSON text as a string literal (host kinds may hold any character but control ones).
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  return out + "\"";
+}
+
+// A tuning file for `comm`'s layout in which flat wins at every size.
+std::string flat_everywhere_file(matex_comm_t comm) {
+  const char* library = "";
+  const char* host = "";
+  const char* layout = "";
+  EXPECT_EQ(matex_tuning_identity(comm, &library, &host, &layout), MATEX_SUCCESS) << matex_last_error();
+  std::string measured_fast = "[", measured_slow = "[";
+  for (uint64_t bytes = 64; bytes <= (64u << 20); bytes *= 4) {
+    measured_fast += (bytes == 64 ? "[" : ", [") + std::to_string(bytes) + ", 1e-6]";
+    measured_slow += (bytes == 64 ? "[" : ", [") + std::to_string(bytes) + ", 1.0]";
+  }
+  measured_fast += "]";
+  measured_slow += "]";
+  auto cost = [](const std::string& measured) {
+    return "{\"alpha_s\": 0, \"beta_s_per_byte\": 0, \"measured\": " + measured + "}";
+  };
+  return "{\"format\": \"matex-tuning\", \"version\": 1, \"library\": " + quoted(library) +
+         ", \"host_kind\": " + quoted(host) + ", \"layout\": " + quoted(layout) +
+         ", \"created\": \"test\", \"ranks\": " + std::to_string(world_size()) +
+         ", \"node_sizes\": [], \"cores_shared\": false, \"rounds\": 1, \"collectives\": {\"allreduce\": {"
+         "\"flat\": " + cost(measured_fast) + ", \"oneshot\": " + cost(measured_slow) + ", \"rab\": " +
+         cost(measured_slow) + ", \"rs_ar_ag\": " + cost(measured_slow) + ", \"rs_ar_ag_cma\": " +
+         cost(measured_slow) + "}}}\n";
+}
+
+// Zero-copy fusion runs rs_ar_ag on the tensors; where the table picks flat
+// for the fused size, the engine's call packs them and runs flat instead.
+TEST(EngineUnderATable, FusedTensorsPackedForFlatAreExact) {
+  char path[] = "/tmp/matex_engine_table_XXXXXX";
+  if (world_rank() == 0) {
+    const int fd = ::mkstemp(path);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    std::ofstream(path) << flat_everywhere_file(test_comm());
+  }
+  ScopedEnv file("MATEX_CALIBRATE", "file");
+  ScopedEnv where("MATEX_TUNING_FILE", path);  // only rank 0's counts
+  // The engine's own communicator runs the call: its trace names the algorithm (rank 0's file).
+  const std::string trace = std::string(path) + ".trace.json";
+  ScopedEnv timeline("MATEX_TIMELINE", trace.c_str());
+  matex_comm_t comm = nullptr;
+  ASSERT_EQ(matex_init_mpi(MPI_COMM_WORLD, &comm), MATEX_SUCCESS) << matex_last_error();
+  const char* text = "";
+  matex_describe_selection(comm, &text);
+  const std::string selection = text;
+  const bool tabled = selection.find("from a tuning file") != std::string::npos;
+  int nodes = 1;
+  matex_comm_node_count(comm, &nodes);
+  // A table is read wherever the hierarchy works (not on 1 rank, not without shared memory).
+  if (tabled) {
+    EXPECT_NE(selection.find("every size: flat"), std::string::npos) << selection;
+  }
+  matex_engine_t engine = nullptr;
+  ASSERT_EQ(matex_engine_create(comm, &engine), MATEX_SUCCESS) << matex_last_error();
+  const size_t kCounts[] = {0, 1, 13, 4099, 257, 65537};
+  constexpr size_t kN = sizeof kCounts / sizeof kCounts[0];
+  std::vector<std::vector<float>> in(kN), out(kN);
+  std::vector<matex_tensor_op_t> ops(kN);
+  std::vector<std::string> names(kN);
+  for (size_t t = 0; t < kN; ++t) {
+    in[t].resize(kCounts[t]);
+    for (size_t j = 0; j < kCounts[t]; ++j) in[t][j] = static_cast<float>(input_value(t, j, world_rank()));
+    out[t].assign(kCounts[t], -1.0f);
+    names[t] = "packed/" + std::to_string(t);
+    ops[t] = float_sum(names[t].c_str(), in[t].data(), out[t].data(), kCounts[t]);
+    if (t % 2 == 1) {
+      out[t] = in[t];
+      ops[t].sendbuf = MATEX_IN_PLACE;
+    }
+  }
+  std::vector<matex_request_t> requests(kN, nullptr);
+  ASSERT_EQ(matex_engine_submit(engine, ops.data(), kN, requests.data()), MATEX_SUCCESS) << matex_last_error();
+  EXPECT_EQ(matex_request_wait_all(requests.data(), kN), MATEX_SUCCESS) << matex_last_error();
+  for (matex_request_t& r : requests) matex_request_free(&r);
+  long long wrong = 0;
+  for (size_t t = 0; t < kN; ++t) {
+    Mismatches bad;
+    for (size_t j = 0; j < kCounts[t]; ++j) {
+      double want = 0;
+      for (int r = 0; r < world_size(); ++r) want += static_cast<double>(input_value(t, j, r));
+      if (out[t][j] != static_cast<float>(want)) bad.add(j, out[t][j], want);
+    }
+    EXPECT_EQ(bad.count(), 0u) << names[t] << ": " << bad.report();
+    wrong += static_cast<long long>(bad.count());
+  }
+  EXPECT_EQ(matex_engine_destroy(&engine), MATEX_SUCCESS) << matex_last_error();  // writes the trace
+  EXPECT_EQ(matex_finalize(&comm), MATEX_SUCCESS) << matex_last_error();
+  if (world_rank() == 0) {
+    std::stringstream events;
+    events << std::ifstream(trace).rdbuf();
+    if (tabled) {
+      EXPECT_NE(events.str().find("\"algorithm\": \"flat\""), std::string::npos) << events.str();
+      EXPECT_EQ(events.str().find("\"algorithm\": \"rs_ar_ag\""), std::string::npos) << events.str();
+    }
+    std::remove(trace.c_str());
+    std::remove(path);
+  }
+  agree_no_errors(wrong, "fused tensors packed for flat");
 }
 
 }  // namespace
