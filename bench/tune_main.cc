@@ -190,7 +190,10 @@ int main(int argc, char** argv) {
 
   std::vector<size_t> sizes;
   for (size_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= options.factor) {
-    sizes.push_back(bytes / (sizeof(float) * p) * sizeof(float) * p);  // whole floats per rank for the gathers
+    // Whole floats per rank for the gathers, rounded up (never 0), each size once.
+    const size_t unit = sizeof(float) * p;
+    const size_t rounded = (bytes + unit - 1) / unit * unit;
+    if (sizes.empty() || sizes.back() != rounded) sizes.push_back(rounded);
   }
   const std::vector<Case> cases = {
       {MATEX_COLL_ALLREDUCE, "allreduce", "flat"},        {MATEX_COLL_ALLREDUCE, "allreduce", "oneshot"},

@@ -864,12 +864,14 @@ std::string flat_everywhere_file(matex_comm_t comm) {
 // for the fused size, the engine's call packs them and runs flat instead.
 TEST(EngineUnderATable, FusedTensorsPackedForFlatAreExact) {
   char path[] = "/tmp/matex_engine_table_XXXXXX";
+  int written = 1;
   if (world_rank() == 0) {
     const int fd = ::mkstemp(path);
-    ASSERT_GE(fd, 0);
-    ::close(fd);
-    std::ofstream(path) << flat_everywhere_file(test_comm());
+    written = fd >= 0 && static_cast<bool>(std::ofstream(path) << flat_everywhere_file(test_comm()));
+    if (fd >= 0) ::close(fd);
   }
+  MPI_Bcast(&written, 1, MPI_INT, 0, MPI_COMM_WORLD);  // every rank stops alike if rank 0 could not write
+  ASSERT_TRUE(written) << "cannot write a tuning file under /tmp";
   ScopedEnv file("MATEX_CALIBRATE", "file");
   ScopedEnv where("MATEX_TUNING_FILE", path);  // only rank 0's counts
   // The engine's own communicator runs the call: its trace names the algorithm (rank 0's file).
@@ -881,9 +883,14 @@ TEST(EngineUnderATable, FusedTensorsPackedForFlatAreExact) {
   matex_describe_selection(comm, &text);
   const std::string selection = text;
   const bool tabled = selection.find("from a tuning file") != std::string::npos;
-  int nodes = 1;
-  matex_comm_node_count(comm, &nodes);
-  // A table is read wherever the hierarchy works (not on 1 rank, not without shared memory).
+  // The file must serve wherever the hierarchy works (not on 1 rank, nor without shared memory):
+  // then a forced rs_ar_ag stays rs_ar_ag.
+  const char* forced = "";
+  ASSERT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "rs_ar_ag"), MATEX_SUCCESS) << matex_last_error();
+  matex_auto_algorithm(comm, MATEX_COLL_ALLREDUCE, 1 << 20, &forced);
+  const bool hierarchy = std::string(forced) == "rs_ar_ag";
+  ASSERT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "auto"), MATEX_SUCCESS) << matex_last_error();
+  EXPECT_EQ(tabled, hierarchy) << selection;
   if (tabled) {
     EXPECT_NE(selection.find("every size: flat"), std::string::npos) << selection;
   }

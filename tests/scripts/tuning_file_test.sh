@@ -72,7 +72,7 @@ refused() {  # refused NAME NP NODES FILE TEXT
   expect "$DIR/$1.txt" "$5" "$1 refused, naming why"
   expect "$DIR/$1.txt" "measured at init" "$1: init measures instead"
 }
-refused layout 4 2,2 "$GOOD" "measured for another layout (p 2, here 4, nodes 2, here 2,2, shared 0, here 1"
+refused layout 4 2,2 "$GOOD" "measured for another layout (p 2, here 4, nodes 2, here 2,2"
 sed 's/"library": "[^"]*"/"library": "0.0.0"/' "$GOOD" > "$DIR/stale.json"
 refused stale 2 "" "$DIR/stale.json" "stale: written by libmatexcomm 0.0.0"
 sed 's/"host_kind": "[^"]*"/"host_kind": "Other CPU; 1 package, 64 cores, 128 PUs"/' "$GOOD" > "$DIR/host.json"

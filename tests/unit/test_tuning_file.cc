@@ -2,6 +2,7 @@
 // and matex-tune's alpha-beta fit against closed-form times.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "../../bench/cost_fit.h"
@@ -47,6 +48,9 @@ TEST(JsonValue, RefusesMalformedTextNamingTheByte) {
   EXPECT_EQ(error_of("\"\\x\""), "malformed JSON at byte 3: expected a known escape");
   EXPECT_EQ(error_of("1."), "malformed JSON at byte 2: expected digits after '.'");
   EXPECT_EQ(error_of("1e999"), "malformed JSON at byte 5: expected a finite number");
+  EXPECT_EQ(error_of("\"\\u+07f\""), "malformed JSON at byte 3: expected four hex digits");
+  EXPECT_EQ(error_of("\"\\u0000\""),
+            "malformed JSON at byte 3: expected \\u escape of an ASCII character other than NUL");
   EXPECT_EQ(error_of("{\"a\": 1, \"a\": 2}"), "malformed JSON at byte 13: expected no repeated member \"a\"");
   EXPECT_NE(error_of(std::string(100, '[')).find("less nesting"), std::string::npos);
 }
@@ -125,6 +129,7 @@ TEST(TuningFile, RefusesBadContentNamingTheField) {
   EXPECT_EQ(parse_error("[[64, 2.5e-06]", "[[64, 0]"), "collectives.allreduce.flat.measured[0]: expected seconds above 0");
   EXPECT_EQ(parse_error("[[64, 2.5e-06]", "[[64]"),
             "collectives.allreduce.flat.measured[0]: expected [bytes, seconds]");
+  EXPECT_EQ(parse_error("[[64,", "[[0,"), "collectives.allreduce.flat.measured[0]: expected bytes above 0");
   EXPECT_EQ(parse_error("[[64,", "[[-64,"),
             "collectives.allreduce.flat.measured[0] bytes: expected a whole number from 0 to 9007199254740992");
 }
@@ -148,11 +153,34 @@ TEST(TuningFile, MismatchNamesEachDifference) {
             "2,2, cma 0, here 1)");
 }
 
+// Sets or unsets a variable for one scope, then puts back what was there.
+class EnvFor {
+ public:
+  EnvFor(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value != nullptr) ::setenv(name, value, 1);
+    else ::unsetenv(name);
+  }
+  ~EnvFor() {
+    if (had_) ::setenv(name_, old_.c_str(), 1);
+    else ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
 TEST(TuningFile, DefaultPathFollowsTheCacheDirectory) {
-  ::setenv("XDG_CACHE_HOME", "/cache", 1);
-  EXPECT_EQ(default_tuning_path(), "/cache/matex/tuning.json");
-  ::unsetenv("XDG_CACHE_HOME");
-  ::setenv("HOME", "/home/u", 1);
+  {
+    EnvFor cache("XDG_CACHE_HOME", "/cache");
+    EXPECT_EQ(default_tuning_path(), "/cache/matex/tuning.json");
+  }
+  EnvFor no_cache("XDG_CACHE_HOME", nullptr);
+  EnvFor home("HOME", "/home/u");
   EXPECT_EQ(default_tuning_path(), "/home/u/.cache/matex/tuning.json");
 }
 

@@ -65,12 +65,12 @@ void reduce_block(const CollectiveContext& ctx, ShmNodeChannel& shm, const Allre
     sources.push_back(copy);
   }
   char* target = static_cast<char*>(args.recv) + offset;
-  // In place, my recv block is my send block, already in cache: finish it there
-  // and save a copy. Otherwise the block is finished in cache (scratch) and
-  // only then written out, to my recv buffer and to every neighbour's.
+  // The block is finished straight in my recv buffer (in place: my send block,
+  // already in cache), and written from there into every neighbour's. Only
+  // when streaming stores take it to my recv buffer (large messages out of
+  // place, whose recv lines are cold) is it finished in scratch first. Peers
+  // read only my send buffer, and write only their own shards of my recv.
   const bool in_place = args.send == args.recv;
-  // Out of place, the block is finished straight in my recv buffer unless it
-  // goes there by streaming stores (large messages, whose recv lines are cold).
   const bool in_target = in_place || !args.streaming;
   char* finished = in_target ? target : scratch + scratch_stride * (q - 1);
   {

@@ -225,7 +225,7 @@ AllreduceTable AllreduceTable::deserialize(const std::vector<double>& data) {
 std::string AllreduceTable::explain() const {
   const std::string origin =
       calibration_seconds < 0
-          ? "from a tuning file (matex-tune; MATEX_CALIBRATE=file): the slowest rank's median call"
+          ? "from a tuning file (matex-tune; MATEX_CALIBRATE=auto or file): the slowest rank's median call"
           : "measured at init in " + microseconds(calibration_seconds) + ": the slowest rank's faster of 2 calls";
   std::string text = "allreduce under auto: " + origin +
                      (cores_shared ? " (some host has more ranks than cores)" : "") + "\n";

@@ -297,13 +297,13 @@ void Communicator::allreduce_pieces(const std::vector<BufferPiece>& pieces, mate
     fused_scratch_.resize(bytes);
     size_t at = 0;
     for (const BufferPiece& piece : pieces) {
-      std::memcpy(fused_scratch_.data() + at, piece.send, piece.count * element);
+      if (piece.count > 0) std::memcpy(fused_scratch_.data() + at, piece.send, piece.count * element);
       at += piece.count * element;
     }
     allreduce(fused_scratch_.data(), fused_scratch_.data(), count, dtype, op, hints);
     at = 0;
     for (const BufferPiece& piece : pieces) {
-      std::memcpy(piece.recv, fused_scratch_.data() + at, piece.count * element);
+      if (piece.count > 0) std::memcpy(piece.recv, fused_scratch_.data() + at, piece.count * element);
       at += piece.count * element;
     }
     return;

@@ -122,7 +122,11 @@ void Communicator::calibrate_selection() {
   const std::string mode = config_.get_string("MATEX_CALIBRATE");
   if (mode == "off" || choice_[MATEX_COLL_ALLREDUCE] != "auto") return;
   if (!auto_has_allreduce_choice(context_)) return;  // flat is all there is
-  const std::string shape = layout_shape();
+  // A table is reused only for the same shape and the same source (init, or
+  // this rank's tuning file path under file / auto).
+  std::string tuning_path = config_.get_string("MATEX_TUNING_FILE");
+  if (tuning_path.empty()) tuning_path = default_tuning_path();
+  const std::string shape = layout_shape() + ";source=" + (mode == "init" ? std::string("init") : tuning_path);
   std::shared_ptr<const AllreduceTable> known;
   {
     std::lock_guard<std::mutex> lock(g_tables_mutex);

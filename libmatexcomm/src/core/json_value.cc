@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <locale>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -108,7 +110,12 @@ class JsonParser {
       while (at_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[at_]))) ++at_;
       if (at_ == exponent) fail("exponent digits");
     }
-    const double value = std::strtod(text_.substr(start, at_ - start).c_str(), nullptr);
+    // In the C locale whatever the process's LC_NUMERIC: JSON's decimal point is '.'.
+    std::istringstream number_text(text_.substr(start, at_ - start));
+    number_text.imbue(std::locale::classic());
+    double value = 0;
+    number_text >> value;
+    if (number_text.fail()) fail("a finite number");
     if (!std::isfinite(value)) fail("a finite number");
     return value;
   }
@@ -137,10 +144,12 @@ class JsonParser {
         case 't': out += '\t'; break;
         case 'u': {
           if (at_ + 4 > text_.size()) fail("four hex digits");
-          char* end = nullptr;
           const std::string hex = text_.substr(at_, 4);
-          const long code = std::strtol(hex.c_str(), &end, 16);
-          if (end != hex.c_str() + 4 || code >= 0x80) fail("\\u escape of an ASCII character");
+          for (char digit : hex) {
+            if (!std::isxdigit(static_cast<unsigned char>(digit))) fail("four hex digits");
+          }
+          const long code = std::strtol(hex.c_str(), nullptr, 16);
+          if (code == 0 || code >= 0x80) fail("\\u escape of an ASCII character other than NUL");
           out += static_cast<char>(code);
           at_ += 4;
           break;

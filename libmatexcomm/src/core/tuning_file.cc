@@ -52,6 +52,7 @@ AlgorithmCost parse_cost(const JsonValue& value, const std::string& what) {
     const auto& pair = points[i].array(where);
     if (pair.size() != 2) throw Error(MATEX_ERR_INVALID_ARG, where + ": expected [bytes, seconds]");
     TimedSize point{whole(pair[0], 0x1p53, where + " bytes"), pair[1].number(where + " seconds")};
+    if (point.bytes == 0) throw Error(MATEX_ERR_INVALID_ARG, where + ": expected bytes above 0");
     if (!(point.seconds > 0)) throw Error(MATEX_ERR_INVALID_ARG, where + ": expected seconds above 0");
     if (!cost.measured.empty() && cost.measured.back().bytes >= point.bytes) {
       throw Error(MATEX_ERR_INVALID_ARG, where + ": sizes must grow");

@@ -194,8 +194,9 @@ void ShmNodeChannel::fail_mismatch(uint64_t round, int peer, const CallDescripto
   }
   std::string hint;
   if (mine.algorithm != theirs.algorithm && mine.count == theirs.count && mine.dtype == theirs.dtype) {
-    hint = " (the ranks chose different algorithms: pass the same name to set_algorithm everywhere, and for "
-           "large allreduces either all ranks of a node or none call in place)";
+    hint = " (the ranks chose different algorithms: pass the same name to set_algorithm everywhere, and "
+           "either all ranks of a node or none call in place where auto's choice depends on it: large "
+           "allreduces, and the bands matex-bench --explain marks)";
   }
   MATEX_RAISE(MATEX_ERR_MISMATCH, "collective arguments differ between ranks: this rank has " + describe(mine) +
                                       " but " + peer_name(peer) + " has " + describe(theirs) + hint);
