@@ -2,10 +2,10 @@
 // and matex-tune's alpha-beta fit against closed-form times.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "../../bench/cost_fit.h"
+#include "../mpi/mpi_test_util.h"  // ScopedEnv
 #include "core/error.h"
 #include "core/json_value.h"
 #include "core/tuning_file.h"
@@ -153,34 +153,13 @@ TEST(TuningFile, MismatchNamesEachDifference) {
             "2,2, cma 0, here 1)");
 }
 
-// Sets or unsets a variable for one scope, then puts back what was there.
-class EnvFor {
- public:
-  EnvFor(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (value != nullptr) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~EnvFor() {
-    if (had_) ::setenv(name_, old_.c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
-
 TEST(TuningFile, DefaultPathFollowsTheCacheDirectory) {
   {
-    EnvFor cache("XDG_CACHE_HOME", "/cache");
+    matex_test::ScopedEnv cache("XDG_CACHE_HOME", "/cache");
     EXPECT_EQ(default_tuning_path(), "/cache/matex/tuning.json");
   }
-  EnvFor no_cache("XDG_CACHE_HOME", nullptr);
-  EnvFor home("HOME", "/home/u");
+  matex_test::ScopedEnv no_cache("XDG_CACHE_HOME", nullptr);
+  matex_test::ScopedEnv home("HOME", "/home/u");
   EXPECT_EQ(default_tuning_path(), "/home/u/.cache/matex/tuning.json");
 }
 
