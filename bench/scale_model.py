@@ -37,7 +37,10 @@ one rank each (layout 1,1: MPI between processes stands in for the NIC) and
 sets the predictions for other virtual layouts against their own tuning
 files. Where the ranks outnumber the cores (--cores), every predicted time is
 scaled by ranks / cores over that of the calibration runs: in virtual nodes
-the CPUs move the bytes that NICs would.
+the CPUs move the bytes that NICs would. The caches see the working set of
+all of a host's ranks: a layout of R ranks at n bytes each is costed as the
+calibration's C ranks measured at n R / C bytes (per byte, for the node part
+and the link alike), so that 4 ranks leave the L3 where 2 ranks still fit.
 """
 import argparse
 import json
@@ -102,12 +105,18 @@ class Node:
         self.host_per_byte = min(betas) * self.q / (2 * (self.q - 1)) if betas and self.q > 1 else 0.0
 
     def seconds(self, algorithm, n):
-        """Log-log interpolation between measured sizes; past the largest, its fitted slope."""
+        """The node part of `algorithm` at n bytes per rank, or None where not measured."""
+        if self.q == 1 and algorithm in self.allreduce:
+            return 0.0  # one rank per node: nothing to do inside it
+        return self.measured_seconds(algorithm, n)
+
+    def measured_seconds(self, algorithm, n):
+        """Log-log interpolation between measured sizes. Past the largest, the steeper of
+        the last segment and the fitted beta: a cost per byte only grows as the
+        working set leaves the caches."""
         cost = self.allreduce.get(algorithm)
         if cost is None:
             return None
-        if self.q == 1:
-            return 0.0  # one rank per node: nothing to do inside it
         points = cost["measured"]
         if n <= points[0][0]:
             return points[0][1]
@@ -116,7 +125,24 @@ class Node:
                 x = math.log(n / a) / math.log(b / a)
                 return math.exp(math.log(ta) + x * (math.log(tb) - math.log(ta)))
         last_bytes, last_seconds = points[-1]
-        return last_seconds + (n - last_bytes) * cost["beta_s_per_byte"]
+        slope = cost["beta_s_per_byte"]
+        if len(points) > 1:
+            before_bytes, before_seconds = points[-2]
+            slope = max(slope, (last_seconds - before_seconds) / (last_bytes - before_bytes))
+        return last_seconds + (n - last_bytes) * slope
+
+
+class AtWorkingSet:
+    """`node` with `grown` times as many buffers on its host: each time is that of
+    the size with the same working set, scaled back to the bytes asked for."""
+
+    def __init__(self, node, grown):
+        self.node, self.grown = node, grown
+        self.q, self.chunk, self.host_per_byte = node.q, node.chunk, node.host_per_byte
+
+    def seconds(self, algorithm, n):
+        seconds = self.node.seconds(algorithm, n * self.grown)
+        return None if seconds is None else seconds / self.grown
 
 
 def allreduce_between_nodes(nodes, m, network, bandwidth):
@@ -235,10 +261,14 @@ def validation_rows(node, links, measured_paths, cores):
     # One rank per virtual node: MPI between processes is the link, one per rank. The
     # hierarchical algorithms cross in MATEX_SHM_CHUNK_BYTES pieces, flat in one message:
     # each gets the link as measured that way (MPI's cost per byte depends on the size).
-    links_by_algorithm = {}
-    for algorithm in ALGORITHMS:
-        fit = links.allreduce["flat" if algorithm == "flat" else "rs_ar_ag"]
-        links_by_algorithm[algorithm] = Network("virtual nodes", fit["alpha_s"], 1 / fit["beta_s_per_byte"], node.q)
+    def link(algorithm, at_bytes):
+        """The link's alpha, and its cost per byte as measured with the working set of
+        `at_bytes` per rank."""
+        measured = "flat" if algorithm == "flat" else "rs_ar_ag"
+        alpha = links.allreduce[measured]["alpha_s"]
+        per_byte = (links.measured_seconds(measured, at_bytes) - alpha) / at_bytes
+        return Network("virtual nodes", alpha, 1 / per_byte, node.q)
+
     calibration_ranks = max(node.ranks, links.ranks)
 
     def busy(ranks):  # how much slower a phase runs with `ranks` busy on `cores` cores
@@ -261,11 +291,14 @@ def validation_rows(node, links, measured_paths, cores):
             for n, seconds in cost["measured"]:
                 if n < MIB:
                     continue
-                parts = predict_parts(model, links_by_algorithm[algorithm], algorithm, len(sizes), n)
+                # The host holds target.ranks buffers of n bytes: the calibration met that
+                # working set at n * target.ranks / calibration_ranks bytes per rank.
+                grown = target.ranks / calibration_ranks
+                parts = predict_parts(AtWorkingSet(model, grown), link(algorithm, n * grown), algorithm, len(sizes), n)
                 if parts is not None:
                     intra, inter, crossing = parts
                     rows.append((layout, algorithm, n, intra * busy(target.ranks) + inter * busy(crossing), seconds))
-    return links_by_algorithm["rs_ar_ag"], rows
+    return link("rs_ar_ag", MIB), rows
 
 
 def print_validation(node, links_path, measured_paths, cores):

@@ -2,7 +2,8 @@
 """scale_model_test.py - bench/scale_model.py against closed forms and its own files.
 
 The network part against the alpha-beta formulas by hand; a node of one rank
-costs nothing inside; times grow with size; the ResNet-50 gradient set is
+costs nothing inside; times grow with size; a larger working set reads the
+calibration at the same working set; past the largest size, the last slope; the ResNet-50 gradient set is
 its 25,557,032 float32 parameters; every mode runs on the tuning files that
 docs/scaling.md shows.
 """
@@ -49,6 +50,20 @@ for algorithm, (x, y) in costs.items():
     # One node: the measured times; past the largest size, its beta.
     for n in sizes + [4 * sizes[-1]]:
         assert math.isclose(model.predict(node, ndr, algorithm, 1, n), x + y * n), (algorithm, n)
+# Twice the ranks on the host: the calibration's time at twice the size, per byte.
+grown = model.AtWorkingSet(node, 2)
+for algorithm, (x, y) in costs.items():
+    for n in (512 << 10, sizes[-1]):  # 2 n measured, and past the largest
+        assert math.isclose(grown.seconds(algorithm, n), (x + y * 2 * n) / 2), (algorithm, n)
+# Past the largest size, a last segment steeper than the fit (the caches ran out) goes on.
+convex = dict(synthetic, collectives={"allreduce": {"flat": {
+    "alpha_s": 0.0, "beta_s_per_byte": 1e-10, "measured": [[1 << 20, 1e-4], [2 << 20, 2e-4], [4 << 20, 6e-4]]}}})
+with tempfile.TemporaryDirectory() as directory:
+    path = pathlib.Path(directory) / "convex.json"
+    path.write_text(json.dumps(convex))
+    steep = model.Node(path)
+assert math.isclose(steep.seconds("flat", 8 << 20), 6e-4 + (4 << 20) * (4e-4 / (2 << 20)))
+
 # 8 nodes of rs_ar_ag at 4 MiB: the node part, then 2 rails of 2 MiB in 1 MiB pieces each.
 n = 4 << 20
 piece = model.allreduce_between_nodes(8, n / 2 / 4, ndr, 50e9 / 2)
