@@ -10,11 +10,14 @@
 //     kind) fails on every rank with a message naming it, and the engine goes
 //     on working;
 //   - bad submissions are refused without queuing anything;
+//   - the engine's collectives, agreed on by its coordinator, skip the call
+//     check that a direct call makes (counted at PMPI_Iallreduce);
 //   - destroying the engine fails what is still pending with "shut down";
 //   - a rank that submits late is named in rank 0's warning, and a tensor it
 //     never submits fails on the others after MATEX_STALL_SHUTDOWN_SECONDS;
 //   - an idle engine slows its cycle to MATEX_IDLE_CYCLE_MS, and tensors
 //     submitted after the pause still match.
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -38,6 +41,19 @@
 #include "matexcomm/matexcomm_mpi.h"
 #include "mpi_test_util.h"
 #include "reduction_patterns.h"
+
+// The call check's signature exchange, counted where the library makes it:
+// a PMPI_Iallreduce of 2 x 5 int64 minima (comm/call_agreement.cc; the
+// library calls the PMPI names). Defined in this executable, it comes before
+// libmpi's, which it then calls.
+std::atomic<long> g_signature_exchanges{0};
+extern "C" int PMPI_Iallreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                               MPI_Request* request) {
+  using Real = int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request*);
+  static const Real real = reinterpret_cast<Real>(dlsym(RTLD_NEXT, "PMPI_Iallreduce"));
+  if (count == 10 && type == MPI_INT64_T && op == MPI_MIN) ++g_signature_exchanges;
+  return real(send, recv, count, type, op, comm, request);
+}
 
 namespace matex_test {
 namespace {
@@ -450,6 +466,63 @@ TEST_F(EngineTest, FusedTensorsOfEverySizeAreExact) {
     }
   }
   agree_no_errors(wrong, "fused tensors of every size");
+}
+
+// The coordinator has every rank run the same collectives in the same order,
+// so under MATEX_CHECK_CALLS=auto the engine's calls skip the call check. A
+// direct broadcast, checked in every layout, shows that the counter sees it.
+TEST_F(EngineTest, CollectivesAgreedByTheCoordinatorSkipTheCallCheck) {
+  if (world_size() < 2) GTEST_SKIP() << "one rank has nothing to check";
+  const int p = world_size();
+  long long wrong = 0;
+  std::vector<int32_t> direct(13, world_rank() == 0 ? 5 : -1);
+  const long before_direct = g_signature_exchanges.load();
+  ASSERT_EQ(matex_broadcast(test_comm(), direct.data(), direct.size(), MATEX_INT32, 0), MATEX_SUCCESS)
+      << matex_last_error();
+  const long direct_checks = g_signature_exchanges.load() - before_direct;
+  EXPECT_GE(direct_checks, 1) << "a direct broadcast made no signature exchange: the counter is blind";
+  wrong += direct_checks < 1;
+  for (int32_t v : direct) wrong += v != 5;
+
+  constexpr size_t kCounts[] = {1, 7, 1021, 65537};  // fused below the fusion size, the last alone
+  constexpr size_t kN = sizeof kCounts / sizeof kCounts[0];
+  std::vector<std::vector<float>> in(kN), out(kN);
+  std::vector<std::string> names(kN);
+  std::vector<matex_tensor_op_t> ops(kN + 1);
+  for (size_t t = 0; t < kN; ++t) {
+    in[t].resize(kCounts[t]);
+    for (size_t j = 0; j < kCounts[t]; ++j) in[t][j] = static_cast<float>(input_value(t, j, world_rank()));
+    out[t].assign(kCounts[t], -1.0f);
+    names[t] = "agreed/" + std::to_string(t);
+    ops[t] = float_sum(names[t].c_str(), in[t].data(), out[t].data(), kCounts[t]);
+  }
+  std::vector<int32_t> broadcast(11, world_rank() == p - 1 ? 9 : -1);
+  ops[kN] = matex_tensor_op_t{};
+  ops[kN].name = "agreed/broadcast";
+  ops[kN].coll = MATEX_COLL_BROADCAST;
+  ops[kN].sendbuf = MATEX_IN_PLACE;
+  ops[kN].recvbuf = broadcast.data();
+  ops[kN].count = broadcast.size();
+  ops[kN].dtype = MATEX_INT32;
+  ops[kN].root = p - 1;
+  const long before_engine = g_signature_exchanges.load();
+  std::vector<matex_request_t> requests(ops.size(), nullptr);
+  ASSERT_EQ(matex_engine_submit(engine_, ops.data(), ops.size(), requests.data()), MATEX_SUCCESS)
+      << matex_last_error();
+  EXPECT_EQ(matex_request_wait_all(requests.data(), requests.size()), MATEX_SUCCESS) << matex_last_error();
+  for (matex_request_t& r : requests) matex_request_free(&r);
+  const long engine_checks = g_signature_exchanges.load() - before_engine;
+  EXPECT_EQ(engine_checks, 0) << "the engine's agreed collectives were checked again";
+  wrong += engine_checks != 0;
+  for (size_t t = 0; t < kN; ++t) {
+    for (size_t j = 0; j < kCounts[t]; ++j) {
+      double want = 0;
+      for (int r = 0; r < p; ++r) want += static_cast<double>(input_value(t, j, r));
+      wrong += out[t][j] != static_cast<float>(want);
+    }
+  }
+  for (int32_t v : broadcast) wrong += v != 9;
+  agree_no_errors(wrong, "agreed collectives without the call check");
 }
 
 TEST_F(EngineTest, WaitAllWaitsForEveryRequestAndNamesTheFirstFailure) {

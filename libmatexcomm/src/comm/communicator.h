@@ -121,6 +121,10 @@ class Communicator {
   void set_device_blocking(bool blocking) {
     if (device_) device_->set_blocking(blocking);
   }
+  // The engine's communicator: its coordinator has every rank make the same
+  // calls in the same order, so MATEX_CHECK_CALLS=auto skips the call check
+  // (=on still checks).
+  void set_calls_agreed(bool agreed) { calls_agreed_ = agreed; }
   // The engine's allreduce of device tensors (fused, each with its scaling).
   void allreduce_device_tensors(const std::vector<ScaledPiece>& pieces, matex_dtype_t dtype, matex_op_t op);
 
@@ -181,6 +185,7 @@ class Communicator {
   uint64_t sequence_ = 0;
   enum class CallCheck { kAuto, kOn, kOff };
   CallCheck check_calls_ = CallCheck::kAuto;  // MATEX_CHECK_CALLS, parsed once
+  bool calls_agreed_ = false;  // set_calls_agreed: the caller agreed on every call (the engine)
   double stall_warning_seconds_ = 60;  // MATEX_STALL_WARNING_SECONDS, for the call check
   bool in_collective_ = false;         // a collective's body runs (the staged GPU path nests host calls)
   BackoffPace check_pace_ = BackoffPace::for_shared_cores();

@@ -29,7 +29,8 @@ void Communicator::run_collective(const CallSignature& call, Body&& body, bool c
   in_collective_ = true;
   try {
     const bool check = !nested && layout_.world_size > 1 && check_calls_ != CallCheck::kOff &&
-                       (check_calls_ == CallCheck::kOn || layout_.node_count > 1 || !compared_inside_node);
+                       (check_calls_ == CallCheck::kOn ||
+                        (!calls_agreed_ && (layout_.node_count > 1 || !compared_inside_node)));
     if (check) {
       agree_call({world_.get(), groups_.node.get(), groups_.leaders.get(), &layout_, stall_warning_seconds_,
                   check_pace_},

@@ -30,7 +30,8 @@ const std::vector<ConfigEntry>& config_table() {
        "and root, so that a mismatch fails on every rank (MATEX_ERR_MISMATCH, naming the ranks) instead of "
        "hanging, crashing or giving a wrong result. Costs one to three small MPI calls per collective. auto: on, "
        "except for allreduces on a single node, whose shared-memory algorithms compare the calls themselves "
-       "(one meeting another kind of collective on a peer then times out instead; on checks those too)."},
+       "(one meeting another kind of collective on a peer then times out instead), and for the engine's "
+       "collectives, which its coordinator has agreed on already. on checks those too."},
       {"MATEX_STALL_WARNING_SECONDS", ConfigType::kSeconds, "60", "", 0.001, 1e6, kPerRank,
        "After this long waiting for a peer on the same node, warn once on stderr, naming it. The "
        "engine's rank 0 likewise warns about tensors that some ranks have submitted and others not."},

@@ -56,6 +56,7 @@ Engine::Engine(MPI_Comm parent) : config_(Config::from_environment()) {
   }
   comm_ = std::make_unique<Communicator>(parent);
   comm_->set_device_blocking(true);  // a completion promises the data is in place
+  comm_->set_calls_agreed(true);      // the coordinator's responses: the same calls, in order, everywhere
   control_ = UniqueComm::duplicate(parent);
   rank_ = control_.rank();
   size_ = control_.size();
