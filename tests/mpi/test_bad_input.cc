@@ -222,6 +222,12 @@ TEST(BadInput, MismatchedCallsAcrossNodes) {
                                            MATEX_SUM),
                            MATEX_ERR_MISMATCH, "count=300", (what + "with another count on node 0").c_str());
     errors += check_comm_still_works(comm);
+    // 400 B rides in the call check's messages under flat; 20,000 B does not.
+    std::vector<float> big(5000, 1.0f);
+    errors += expect_error(matex_allreduce(comm, big.data(), big.data(), first_node ? 100 : 5000, MATEX_FLOAT32,
+                                           MATEX_SUM),
+                           MATEX_ERR_MISMATCH, "count=5000", (what + "with a count 50 times larger elsewhere").c_str());
+    errors += check_comm_still_works(comm);
   }
   EXPECT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "auto"), MATEX_SUCCESS);
   // Another collective altogether.

@@ -6,7 +6,9 @@
 //        2(p-1) alpha + 2(p-1)/p n beta + (p-1)/p n gamma.
 // Preconditions: none (any layout, any dtype/op). It is the reference the
 //        hierarchical algorithms are measured against, and the fallback when
-//        shared memory is unavailable.
+//        shared memory is unavailable. Where the call check runs, calls of at
+//        most kCarriedMaxBytes do not come here: their data rides in the
+//        check's exchange (comm/call_agreement.h, Communicator::allreduce).
 #include "algorithms/algorithms.h"
 #include "core/reduce_kernels.h"
 

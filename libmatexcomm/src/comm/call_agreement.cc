@@ -1,5 +1,7 @@
 #include "comm/call_agreement.h"
 
+#include <cstring>
+#include <iterator>
 #include <map>
 #include <vector>
 
@@ -7,6 +9,7 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/mpi_handles.h"
+#include "core/reduce_kernels.h"
 
 namespace matexcomm {
 
@@ -39,27 +42,144 @@ CallSignature unpack(const int64_t* fields) {
   return {static_cast<CallKind>(fields[0]), fields[1], fields[2], fields[3], fields[4]};
 }
 
-// Polls `request` with the project's backoff. No timeout: the call check
-// must not add one where the collective itself has none (a rank may spend
-// an hour saving a checkpoint before a barrier, or wait inside MPI for
+// Waits with the project's backoff until `done()`. No timeout: the call
+// check must not add one where the collective itself has none (a rank may
+// spend an hour saving a checkpoint before a barrier, or wait inside MPI for
 // another node). After `warn_seconds` it warns once, naming the call.
-void wait_request(MPI_Request* request, const CallCheckComms& comms, uint64_t sequence, const CallSignature& mine,
-                  const char* whom) {
+template <class Done>
+void wait_until(Done done, const CallCheckComms& comms, uint64_t sequence, const CallSignature& mine, int peer) {
   Backoff backoff(1e9, comms.pace);
   bool warned = false;
-  for (;;) {
-    int done = 0;
-    check_mpi(MPI_Test(request, &done, MPI_STATUS_IGNORE), "MPI_Test of the call check");
-    if (done) return;
+  while (!done()) {
     backoff.pause();
     if (!warned && backoff.elapsed_seconds() > comms.warn_seconds) {
       warned = true;
-      MATEX_LOG(LogLevel::kWarn, "still waiting after " + std::to_string(backoff.elapsed_seconds()) + " s for " +
-                                     whom + " to reach collective call #" + std::to_string(sequence) + " (" +
-                                     describe_call(mine) + "); is every rank calling the same collectives?");
+      MATEX_LOG(LogLevel::kWarn, "still waiting after " + std::to_string(backoff.elapsed_seconds()) + " s for rank " +
+                                     std::to_string(peer) + " to reach collective call #" + std::to_string(sequence) +
+                                     " (" + describe_call(mine) + "); is every rank calling the same collectives?");
     }
   }
 }
+
+constexpr size_t kLargestMessage = 6 * sizeof(int64_t) + kCarriedMaxBytes;  // a header and the most carried
+enum ThreadBuffer { kSendBuffer, kReceiveBuffer };
+
+// Room for the largest message, one of each kind per thread.
+char* thread_buffer(ThreadBuffer which) {
+  thread_local std::vector<char> buffers[2] = {std::vector<char>(kLargestMessage), std::vector<char>(kLargestMessage)};
+  return buffers[which].data();
+}
+
+// One rank's side of the exchange: its message (header, then the carried
+// data) and what it has learnt so far.
+class Exchange {
+ public:
+  struct Header {
+    int64_t fields[kSignatureFields];
+    int64_t disagreement;  // 1: some rank's header differed
+  };
+  static_assert(sizeof(Header) + kCarriedMaxBytes == kLargestMessage, "a header is 6 int64");
+
+  struct Received {
+    const char* data;
+    size_t size;
+  };
+
+  Exchange(const CallCheckComms& comms, uint64_t sequence, const CallSignature& mine, const CarriedData* carried)
+      : comms_(comms), sequence_(sequence), mine_(mine), carried_(carried) {
+    const size_t payload = carried ? carried->count * dtype_size(carried->dtype) : 0;
+    size_ = sizeof(Header) + payload;
+    Header header{};
+    pack(mine, header.fields);
+    std::memcpy(message_, &header, sizeof header);
+    if (payload > 0) std::memcpy(message_ + sizeof(Header), carried->input, payload);
+  }
+
+  // Sends this rank's message to `peer` (when `send`), receives the peer's
+  // (when `receive`) and returns it. The receive is posted first, into room
+  // for the largest message any rank sends (a header and kCarriedMaxBytes),
+  // so a peer that disagrees on what it carries is still received whole.
+  Received swap(int peer, bool send, bool receive) {
+    MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    char* incoming = thread_buffer(kReceiveBuffer);
+    if (receive) {
+      check_mpi(MPI_Irecv(incoming, static_cast<int>(kLargestMessage), MPI_BYTE, peer, kCallCheckTag,
+                          comms_.all, &requests[0]),
+                "MPI_Irecv of the call check");
+    }
+    if (send) {
+      check_mpi(MPI_Isend(message_, static_cast<int>(size_), MPI_BYTE, peer, kCallCheckTag,
+                          comms_.all, &requests[1]),
+                "MPI_Isend of the call check");
+    }
+    MPI_Status statuses[2];
+    wait_until([&] {
+      int done = 0;
+      check_mpi(MPI_Testall(2, requests, &done, statuses), "MPI_Testall of the call check");
+      return done != 0;
+    }, comms_, sequence_, mine_, peer);
+    int bytes = 0;
+    if (receive) check_mpi(MPI_Get_count(&statuses[0], MPI_BYTE, &bytes), "MPI_Get_count of the call check");
+    return {incoming, static_cast<size_t>(bytes)};
+  }
+
+  // Folds a peer's message into this rank's: flags any difference, else
+  // reduces the carried data.
+  void combine(const Received& theirs) {
+    Header mine = header();
+    Header other{};
+    const bool whole = theirs.size >= sizeof(Header);
+    if (whole) std::memcpy(&other, theirs.data, sizeof other);
+    const bool same = whole && theirs.size == size_ && other.disagreement == 0 &&
+                      std::equal(std::begin(mine.fields), std::end(mine.fields), std::begin(other.fields));
+    if (mine.disagreement != 0) return;
+    if (!same) {
+      mine.disagreement = 1;
+      std::memcpy(message_, &mine, sizeof mine);
+      return;
+    }
+    if (carried_ != nullptr && carried_->count > 0) {
+      const matex_op_t op = carried_->op == MATEX_AVG ? MATEX_SUM : carried_->op;
+      reduce_into(carried_->dtype, op, message_ + sizeof(Header), theirs.data + sizeof(Header),
+                  carried_->count);
+    }
+  }
+
+  // Takes a peer's final message as this rank's own (a folded rank's last step).
+  void adopt(const Received& theirs) {
+    if (theirs.size == size_) {
+      std::memcpy(message_, theirs.data, theirs.size);
+    } else {
+      Header mine = header();
+      mine.disagreement = 1;
+      std::memcpy(message_, &mine, sizeof mine);
+    }
+  }
+
+  bool agreed() const { return header().disagreement == 0; }
+
+  void deliver() const {
+    if (carried_ != nullptr && carried_->count > 0) {
+      std::memcpy(carried_->output, message_ + sizeof(Header), size_ - sizeof(Header));
+    }
+  }
+
+ private:
+  Header header() const {
+    Header h{};
+    std::memcpy(&h, message_, sizeof h);
+    return h;
+  }
+
+  const CallCheckComms& comms_;
+  uint64_t sequence_;
+  const CallSignature& mine_;
+  const CarriedData* carried_;
+  // This rank's message, in room for the largest one, allocated once per
+  // thread (the check runs before every collective: no allocation per call).
+  char* message_ = thread_buffer(kSendBuffer);
+  size_t size_ = 0;
+};
 
 std::string rank_list(const std::vector<int>& ranks, const topo::Layout& layout) {
   std::string text;
@@ -83,32 +203,33 @@ std::string describe_call(const CallSignature& s) {
   return text;
 }
 
-void agree_call(const CallCheckComms& comms, uint64_t sequence, const CallSignature& mine) {
+void agree_call(const CallCheckComms& comms, uint64_t sequence, const CallSignature& mine,
+                const CarriedData* carried) {
   const topo::Layout& layout = *comms.layout;
-  int64_t both[2 * kSignatureFields];
-  pack(mine, both);
-  for (int i = 0; i < kSignatureFields; ++i) both[kSignatureFields + i] = -both[i];
-  int64_t lowest[2 * kSignatureFields];
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallreduce(both, lowest, 2 * kSignatureFields, MPI_INT64_T, MPI_MIN, comms.node, &request),
-            "MPI_Iallreduce of call signatures");
-  wait_request(&request, comms, sequence, mine, "the ranks of this node");
-  if (layout.node_count > 1) {
-    if (comms.leaders != MPI_COMM_NULL) {
-      check_mpi(MPI_Allreduce(MPI_IN_PLACE, lowest, 2 * kSignatureFields, MPI_INT64_T, MPI_MIN, comms.leaders),
-                "MPI_Allreduce of call signatures among node leaders");
-    }
-    check_mpi(MPI_Ibcast(lowest, 2 * kSignatureFields, MPI_INT64_T, 0, comms.node, &request),
-              "MPI_Ibcast of call signatures");
-    wait_request(&request, comms, sequence, mine, "the other nodes");
-  }
-  bool agreed = true;
-  for (int i = 0; i < kSignatureFields; ++i) agreed = agreed && lowest[i] == -lowest[kSignatureFields + i];
-  if (agreed) return;
-
-  // Every rank saw the same minima, so every rank is here.
   const int size = layout.world_size;
   const int rank = layout.world_rank;
+  Exchange exchange(comms, sequence, mine, carried);
+  int below = 1;  // the largest power of two not above size
+  while (below * 2 <= size) below *= 2;
+  const int extra = size - below;
+  if (rank >= below) {
+    exchange.swap(rank - below, true, false);
+    exchange.adopt(exchange.swap(rank - below, false, true));
+  } else {
+    if (rank < extra) exchange.combine(exchange.swap(rank + below, false, true));
+    for (int distance = 1; distance < below; distance *= 2) {
+      exchange.combine(exchange.swap(rank ^ distance, true, true));
+    }
+    if (rank < extra) exchange.swap(rank + below, true, false);
+  }
+  if (exchange.agreed()) {
+    exchange.deliver();
+    return;
+  }
+
+  // Every rank has learnt of the disagreement, so every rank is here.
+  int64_t both[kSignatureFields];
+  pack(mine, both);
   std::vector<int64_t> all(static_cast<size_t>(size) * kSignatureFields);
   check_mpi(MPI_Allgather(both, kSignatureFields, MPI_INT64_T, all.data(), kSignatureFields, MPI_INT64_T, comms.all),
             "MPI_Allgather of call signatures");

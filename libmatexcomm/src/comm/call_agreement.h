@@ -1,24 +1,36 @@
 // call_agreement.h - before a collective moves data, every rank of a
-// communicator that spans several nodes confirms that all ranks call the same
-// collective with the same arguments. Inside a node the shared-memory channel
-// compares its peers' call descriptors anyway; across nodes nothing else
-// would notice that one node reduces with sum and another with max (a
-// silently wrong result), that counts differ (truncation, or a crash inside
-// MPI), or that a rank skipped a call (its next call pairs with the others'
-// skipped one).
+// communicator confirms that all ranks call the same collective with the same
+// arguments. Across nodes nothing else would notice that one node reduces
+// with sum and another with max (a silently wrong result), that counts differ
+// (truncation, or a crash inside MPI), or that a rank skipped a call (its
+// next call pairs with the others' skipped one). Inside a node the
+// shared-memory channel compares its peers' call descriptors as well.
 //
-// How: the minimum of every field and of its negation, which are equal
-// everywhere exactly when all ranks agree. Cost per collective: one small
-// MPI_Iallreduce inside the node; with several nodes also one MPI_Allreduce
-// among the node leaders and one MPI_Ibcast inside the node (2 x
-// kSignatureFields int64 each, latency-bound). On a mismatch, one
-// MPI_Allgather of the signatures names the ranks. The waits have no
-// timeout, since the collectives they guard may have none either (a rank
-// may save a checkpoint for an hour before a barrier); after
+// How: recursive doubling over all ranks by point to point. Every rank sends
+// a header (its call's signature and a "disagreement seen" flag) to partner
+// rank ^ 1, ^ 2, ^ 4, ...; the ranks above the largest power of two first
+// fold into a partner below it and get its final message at the end. A rank
+// flags any header unlike its own, or already flagged, so after log2(p)
+// rounds every rank knows whether all agree. Every receive has room for the
+// largest message any rank sends, so ranks that disagree on what they send
+// still pair their messages and never truncate one.
+// Cost per collective: ceil(log2 p) + 2 small messages per rank on the
+// critical path, about one latency-bound MPI_Allreduce. On a mismatch, one
+// MPI_Allgather of the signatures names the ranks.
+//
+// A small allreduce may ride along (`CarriedData`, the flat algorithm below
+// kCarriedMaxBytes across nodes): its data follows the header in the same
+// messages and is reduced at every round, so the check and the allreduce
+// cost one exchange instead of two. Both partners of a round combine the
+// same two values (commutative ops), so every rank ends with the same bits.
+//
+// The waits have no timeout, since the collectives they guard may have none
+// either (a rank may save a checkpoint for an hour before a barrier); after
 // MATEX_STALL_WARNING_SECONDS they warn once, naming the call.
 // MATEX_CHECK_CALLS=off skips the check.
 // Precondition: every rank calls agree_call at the same point of the same
-// collective, in the same order (the communicator's collectives do).
+// collective, in the same order (the communicator's collectives do), and no
+// other traffic on `all` uses kCallCheckTag.
 #pragma once
 
 #include <mpi.h>
@@ -78,18 +90,34 @@ CallSignature rooted_call(CallKind kind, Count count, matex_dtype_t dtype, int r
 // "allreduce count=1021 dtype=float32 op=sum", "broadcast count=8 dtype=int64 root=2"
 std::string describe_call(const CallSignature& signature);
 
+// The point-to-point tag of the check's messages on the communicator's own
+// duplicate of its MPI communicator.
+constexpr int kCallCheckTag = 0x6d63;
+// Data that travels with the check: `count` elements from `input`, reduced
+// with `op` over all ranks into `output` (avg is summed; the caller divides).
+// `output` is written only when the ranks agree; it may equal `input`.
+struct CarriedData {
+  const void* input = nullptr;
+  void* output = nullptr;
+  size_t count = 0;
+  matex_dtype_t dtype = MATEX_FLOAT32;
+  matex_op_t op = MATEX_SUM;
+};
+// The largest allreduce that rides along with the check (flat, under auto).
+constexpr size_t kCarriedMaxBytes = 16 * 1024;
+
 // Throws Error(MATEX_ERR_MISMATCH) on every rank alike when the ranks'
 // signatures differ, naming the call (`sequence`, this rank's count of
 // collectives) and which ranks (with their node and local rank, from
-// `layout`, the layout of `comm`) called what.
+// `layout`, the layout of `comm`) called what. With `carried`, its data holds
+// the reduction over all ranks when the call returns.
 struct CallCheckComms {
-  MPI_Comm all;      // every rank of the communicator
-  MPI_Comm node;     // the ranks of this rank's node
-  MPI_Comm leaders;  // local rank 0 of every node; MPI_COMM_NULL elsewhere
+  MPI_Comm all;  // every rank of the communicator
   const topo::Layout* layout;
   double warn_seconds;  // MATEX_STALL_WARNING_SECONDS
   BackoffPace pace;
 };
-void agree_call(const CallCheckComms& comms, uint64_t sequence, const CallSignature& mine);
+void agree_call(const CallCheckComms& comms, uint64_t sequence, const CallSignature& mine,
+                const CarriedData* carried = nullptr);
 
 }  // namespace matexcomm

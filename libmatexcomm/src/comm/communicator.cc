@@ -13,6 +13,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/logging.h"
+#include "core/reduce_kernels.h"
 #include "transport/cma_copy.h"
 
 namespace matexcomm {
@@ -256,14 +257,25 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   const AllreduceAlgorithm& algorithm = allreduce_registry()[chosen];
   last_[MATEX_COLL_ALLREDUCE] = algorithm.name;
   const bool compared_inside_node = shm_ != nullptr && algorithm.hierarchical;
-  run_collective(reduction_call(CallKind::kAllreduce, count, dtype, op), [&] {
+  const CallSignature call = reduction_call(CallKind::kAllreduce, count, dtype, op);
+  // A small flat allreduce that gets the call check rides along with it: one
+  // exchange instead of the check and then MPI's own call (call_agreement.h).
+  const bool carried = algorithm.run == allreduce_flat && bytes <= kCarriedMaxBytes &&
+                       call_check_due(compared_inside_node);
+  run_collective(call, [&] {
+    if (carried) {
+      const CarriedData data{send, recv, count, dtype, op};
+      agree_call(call_check_comms(), sequence_, call, &data);
+      if (op == MATEX_AVG) divide_elements(dtype, recv, count, layout_.world_size);
+      return;
+    }
     // Even with count 0 the hierarchical algorithms meet their local peers, so
     // a rank whose count differs is told rather than silently skipped.
     // In place, the output lines were just read and are in cache: no read-for-ownership to save.
     const bool streaming = send != recv && (bytes >= streaming_min_bytes_ || cold);
     AllreduceArgs args{send, recv, count, dtype, op, chosen, sequence_, streaming};
     algorithm.run(context_, args);
-  }, compared_inside_node);
+  }, compared_inside_node, carried);
 }
 
 bool Communicator::fuses_without_copies() const {

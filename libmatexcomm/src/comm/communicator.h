@@ -165,8 +165,15 @@ class Communicator {
   // shared-memory channel compares the calls itself, which is enough on one
   // node), and marks the communicator failed when the collective fails midway
   // (anything but a mismatch).
+  // `body_checks`: the body makes the check itself (an allreduce carried
+  // along with it, call_agreement.h), and must when call_check_due().
   template <class Body>
-  void run_collective(const CallSignature& call, Body&& body, bool compared_inside_node = false);
+  void run_collective(const CallSignature& call, Body&& body, bool compared_inside_node = false,
+                      bool body_checks = false);
+  // Whether a collective started now gets the call check (MATEX_CHECK_CALLS,
+  // the layout, a call nested in another, the engine's agreed calls).
+  bool call_check_due(bool compared_inside_node) const;
+  CallCheckComms call_check_comms() const;
 
   Config config_;
   UniqueComm world_;

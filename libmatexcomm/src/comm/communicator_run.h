@@ -11,8 +11,18 @@
 
 namespace matexcomm {
 
+inline bool Communicator::call_check_due(bool compared_inside_node) const {
+  return !in_collective_ && layout_.world_size > 1 && check_calls_ != CallCheck::kOff &&
+         (check_calls_ == CallCheck::kOn || (!calls_agreed_ && (layout_.node_count > 1 || !compared_inside_node)));
+}
+
+inline CallCheckComms Communicator::call_check_comms() const {
+  return {world_.get(), &layout_, stall_warning_seconds_, check_pace_};
+}
+
 template <class Body>
-void Communicator::run_collective(const CallSignature& call, Body&& body, bool compared_inside_node) {
+void Communicator::run_collective(const CallSignature& call, Body&& body, bool compared_inside_node,
+                                  bool body_checks) {
   if (!failure_.empty()) {
     MATEX_RAISE(MATEX_ERR_COMM_FAILED, "this communicator failed earlier (" + failure_ +
                                            "); finalize it and create a new one");
@@ -20,7 +30,7 @@ void Communicator::run_collective(const CallSignature& call, Body&& body, bool c
   ++sequence_;
   // Calls made by another collective's body (the staged GPU path's host
   // steps) were agreed on with it.
-  const bool nested = in_collective_;
+  const bool check = !body_checks && call_check_due(compared_inside_node);
   struct Running {
     bool& flag;
     bool before;
@@ -28,14 +38,7 @@ void Communicator::run_collective(const CallSignature& call, Body&& body, bool c
   } running{in_collective_, in_collective_};
   in_collective_ = true;
   try {
-    const bool check = !nested && layout_.world_size > 1 && check_calls_ != CallCheck::kOff &&
-                       (check_calls_ == CallCheck::kOn ||
-                        (!calls_agreed_ && (layout_.node_count > 1 || !compared_inside_node)));
-    if (check) {
-      agree_call({world_.get(), groups_.node.get(), groups_.leaders.get(), &layout_, stall_warning_seconds_,
-                  check_pace_},
-                 sequence_, call);
-    }
+    if (check) agree_call(call_check_comms(), sequence_, call);
     body();
   } catch (const Error& error) {
     if (error.status() == MATEX_ERR_MISMATCH && shm_) {

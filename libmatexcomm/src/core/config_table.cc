@@ -28,7 +28,8 @@ const std::vector<ConfigEntry>& config_table() {
       {"MATEX_CHECK_CALLS", ConfigType::kChoice, "auto", "auto|on|off", kUnbounded, kUnbounded, kSameOnAllRanks,
        "Before each collective, confirm that every rank calls the same one with the same count, dtype, op "
        "and root, so that a mismatch fails on every rank (MATEX_ERR_MISMATCH, naming the ranks) instead of "
-       "hanging, crashing or giving a wrong result. Costs one to three small MPI calls per collective. auto: on, "
+       "hanging, crashing or giving a wrong result. Costs one exchange of small messages per collective (about "
+       "one small MPI_Allreduce); a flat allreduce of at most 16 KiB carries its data in it. auto: on, "
        "except for allreduces on a single node, whose shared-memory algorithms compare the calls themselves "
        "(one meeting another kind of collective on a peer then times out instead), and for the engine's "
        "collectives, which its coordinator has agreed on already. on checks those too."},
