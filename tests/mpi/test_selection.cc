@@ -148,8 +148,13 @@ TEST(Selection, OffKeepsTheFixedSizes) {
     EXPECT_STREQ(large, "flat");
   } else {
     EXPECT_NE(text.find("fixed sizes (no measured table"), std::string::npos) << text;
-    EXPECT_STREQ(small, shape.nodes == 1 ? "oneshot" : "rab");
-    EXPECT_STREQ(middle, "rs_ar_ag");
+    // One node: oneshot up to MATEX_RAB_MAX_BYTES. Several: flat up to 16 KiB
+    // (carried in the call check), then the rail family.
+    const char* above_flat = "";
+    matex_auto_algorithm(comm, MATEX_COLL_ALLREDUCE, 16385, &above_flat);
+    EXPECT_STREQ(small, shape.nodes == 1 ? "oneshot" : "flat");
+    EXPECT_STREQ(middle, shape.nodes == 1 ? "rs_ar_ag" : "flat");
+    EXPECT_STREQ(above_flat, "rs_ar_ag");
     EXPECT_TRUE(std::string(large) == "rs_ar_ag_cma" || std::string(large) == "rs_ar_ag") << large;
   }
   EXPECT_EQ(matex_finalize(&comm), MATEX_SUCCESS) << matex_last_error();

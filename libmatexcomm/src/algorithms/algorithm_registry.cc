@@ -105,6 +105,10 @@ int select_allreduce(const CollectiveContext& ctx, const std::string& choice, si
     }
   }
   if (ctx.layout->node_count == ctx.layout->world_size) return flat;  // the fixed sizes: flat with one rank per node
+  // Several nodes, small calls: flat, which carries its data in the call
+  // check (or is MPI's own call without it); rab's two shared-memory
+  // hand-overs cost more than its shorter crossing saves (docs/algorithms.md).
+  if (ctx.layout->node_count > 1 && bytes <= sizes.flat_max_across_nodes) return flat;
   if (bytes <= sizes.rab_max) return small;
   return rail_algorithm(ctx, bytes, in_place, sizes);
 }

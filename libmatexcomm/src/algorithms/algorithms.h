@@ -92,9 +92,13 @@ std::vector<std::string> algorithm_names(matex_collective_t coll);
 // single-copy ones to rs_ar_ag when ctx.single_copy_ok is false.
 // Under auto, a calibrated table (allreduce_table.h) picks the family by
 // size; without one (MATEX_CALIBRATE=off, or nothing to choose between) the
-// fixed sizes below do. Within the rail family, the CMA sizes decide.
+// fixed sizes below do: flat with one rank per node, and on several nodes up
+// to flat_max_across_nodes; then up to rab_max the small family (oneshot on
+// one node, rab on several); then the rail family, within which the CMA
+// sizes decide.
 struct AllreduceThresholds {
   size_t rab_max = 0;          // MATEX_RAB_MAX_BYTES
+  size_t flat_max_across_nodes = 0;  // flat up to here on several nodes (kCarriedMaxBytes)
   size_t single_copy_min = 0;  // MATEX_CMA_MIN_BYTES
   size_t single_copy_max = 0;  // MATEX_CMA_MAX_BYTES
   const AllreduceTable* table = nullptr;  // the same on every rank, or null everywhere

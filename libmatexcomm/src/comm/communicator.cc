@@ -48,6 +48,7 @@ Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited) {
   groups_ = topo::split_groups(world_.get(), layout_);
   reductions_ = std::make_unique<MpiReductions>();
   thresholds_.rab_max = config_.get_bytes("MATEX_RAB_MAX_BYTES");
+  thresholds_.flat_max_across_nodes = kCarriedMaxBytes;
   thresholds_.single_copy_min = config_.get_bytes("MATEX_CMA_MIN_BYTES");
   thresholds_.single_copy_max = config_.get_bytes("MATEX_CMA_MAX_BYTES");
   streaming_min_bytes_ = config_.get_bytes("MATEX_STREAMING_MIN_BYTES");
@@ -301,10 +302,11 @@ void Communicator::allreduce_pieces(const std::vector<BufferPiece>& pieces, mate
     count += pieces[i].count;
   }
   const size_t bytes = checked_bytes(count, dtype, "count");
-  if (choice_[MATEX_COLL_ALLREDUCE] == "auto" && thresholds_.table != nullptr &&
-      !is_rail_family(thresholds_.table->family_for(bytes, any_in_place))) {
-    // The table wants flat or the small family, which need one buffer: pack,
-    // reduce in place (the same choice: placement only moves rail bands), unpack.
+  const int chosen_under_auto = select_allreduce(context_, "auto", bytes, any_in_place, thresholds_);
+  if (choice_[MATEX_COLL_ALLREDUCE] == "auto" && allreduce_registry()[chosen_under_auto].run != allreduce_rs_ar_ag &&
+      allreduce_registry()[chosen_under_auto].run != allreduce_rs_ar_ag_cma) {
+    // Auto wants flat or the small family, which need one buffer: pack, reduce
+    // in place (the same choice: placement only moves rail bands), unpack.
     const size_t element = dtype_size(dtype);
     fused_scratch_.resize(bytes);
     size_t at = 0;

@@ -179,8 +179,13 @@ std::string Communicator::describe_selection() const {
                ? "allreduce under auto: flat (one rank per node, and no measured table)\n"
                : "allreduce under auto: fixed sizes (no measured table: no tuning file under MATEX_CALIBRATE=auto, "
                  "or off, or allreduce was forced when the communicator was created): " +
-                     std::string(layout_.node_count == 1 ? "oneshot" : "rab") + " up to " +
-                     std::to_string(thresholds_.rab_max) + " B, then rs_ar_ag, or rs_ar_ag_cma from " +
+                     (layout_.node_count == 1
+                          ? "oneshot up to " + std::to_string(thresholds_.rab_max)
+                          : "flat up to " + std::to_string(thresholds_.flat_max_across_nodes) +
+                                (thresholds_.rab_max > thresholds_.flat_max_across_nodes
+                                     ? " B, rab up to " + std::to_string(thresholds_.rab_max)
+                                     : std::string())) +
+                     " B, then rs_ar_ag, or rs_ar_ag_cma from " +
                      std::to_string(thresholds_.single_copy_min) + " B (out of place below " +
                      std::to_string(thresholds_.single_copy_max) + " B)\n";
   }

@@ -55,8 +55,9 @@ const std::vector<ConfigEntry>& config_table() {
        "$XDG_CACHE_HOME/matex/tuning.json, else $HOME/.cache/matex/tuning.json, where matex-tune writes."},
       {"MATEX_RAB_MAX_BYTES", ConfigType::kBytes, "1K", "", 0, kGiB, kSameOnAllRanks,
        "Without a measured table (MATEX_CALIBRATE=off, or auto without a tuning file): up to this message "
-       "size auto uses oneshot on one node and rab (reduce, "
-       "allreduce among leaders, broadcast) on several, and rs_ar_ag or rs_ar_ag_cma above."},
+       "size auto uses oneshot on one node, and rs_ar_ag or rs_ar_ag_cma above. On several nodes auto uses flat "
+       "up to 16 KiB (its data rides in the call check), then rab (reduce, allreduce among leaders, "
+       "broadcast) up to this size where it is larger."},
       {"MATEX_CMA_MIN_BYTES", ConfigType::kBytes, "64K", "", 0, 1e18, kSameOnAllRanks,
        "From this size auto uses rs_ar_ag_cma (single copies) where cross-memory attach works; below it "
        "the system calls cost more than the copies they save."},
