@@ -14,10 +14,13 @@
 // placement instead.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <cstring>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "exact_values.h"
 #include "matexcomm/matexcomm_mpi.h"
@@ -206,6 +209,43 @@ TEST(Allreduce, AutoSelectionIsCorrect) {
     errors += static_cast<long long>(result.count());
   }
   agree_no_errors(errors, "allreduce auto");
+}
+
+// A small flat allreduce rides in the call check's recursive doubling, where
+// two partners combine each other's values. Min and max of a NaN and a
+// number, or of -0 and +0, depend on the order of the operands, so every rank
+// must apply them in the same order: all ranks end with the same bits.
+TEST(Allreduce, CarriedFlatGivesTheSameBitsOnEveryRank) {
+  if (world_size() < 2) GTEST_SKIP() << "one rank reduces nothing";
+  matex_comm_t comm = test_comm();
+  ASSERT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "flat"), MATEX_SUCCESS) << matex_last_error();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const int r = world_rank();
+  // Per element: a NaN on some ranks only, or zeros of both signs.
+  const float mine[] = {r == 0 ? nan : 1.0f, r == world_size() - 1 ? nan : -2.0f, r % 2 ? 0.0f : -0.0f,
+                        r % 2 ? -0.0f : 0.0f, r == 1 ? nan : static_cast<float>(r), 3.0f};
+  constexpr int kCount = sizeof mine / sizeof mine[0];
+  long long errors = 0;
+  for (matex_op_t op : {MATEX_MIN, MATEX_MAX, MATEX_SUM}) {
+    float out[kCount];
+    ASSERT_EQ(matex_allreduce(comm, mine, out, kCount, MATEX_FLOAT32, op), MATEX_SUCCESS) << matex_last_error();
+    std::vector<uint32_t> bits(kCount), all(static_cast<size_t>(kCount) * world_size());
+    std::memcpy(bits.data(), out, sizeof out);
+    MPI_Allgather(bits.data(), kCount, MPI_UINT32_T, all.data(), kCount, MPI_UINT32_T, MPI_COMM_WORLD);
+    for (int other = 1; other < world_size(); ++other) {
+      for (int i = 0; i < kCount; ++i) {
+        const uint32_t want = all[i];
+        const uint32_t got = all[static_cast<size_t>(other) * kCount + i];
+        EXPECT_EQ(got, want) << matex_op_name(op) << ": element " << i << " on rank " << other
+                             << " has other bits than on rank 0";
+        errors += got != want;
+      }
+    }
+    // The finite element is exact: 3 everywhere.
+    errors += op == MATEX_SUM ? out[5] != 3.0f * world_size() : out[5] != 3.0f;
+  }
+  EXPECT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "auto"), MATEX_SUCCESS);
+  agree_no_errors(errors, "carried flat allreduce: the same bits everywhere");
 }
 
 // Out of place, large allreduces run rs_ar_ag; in place, rs_ar_ag_cma. Nodes

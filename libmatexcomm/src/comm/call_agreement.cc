@@ -81,13 +81,17 @@ class Exchange {
   static_assert(sizeof(Header) + kCarriedMaxBytes == kLargestMessage, "a header is 6 int64");
 
   struct Received {
-    const char* data;
+    char* data;  // this thread's receive buffer: writable
     size_t size;
+    int from;    // the rank that sent it
   };
 
   Exchange(const CallCheckComms& comms, uint64_t sequence, const CallSignature& mine, const CarriedData* carried)
-      : comms_(comms), sequence_(sequence), mine_(mine), carried_(carried) {
+      : comms_(comms), sequence_(sequence), mine_(mine), carried_(carried), rank_(comms.layout->world_rank) {
     const size_t payload = carried ? carried->count * dtype_size(carried->dtype) : 0;
+    MATEX_REQUIRE(payload <= kCarriedMaxBytes, MATEX_ERR_INTERNAL,
+                  "the call check carries at most " + std::to_string(kCarriedMaxBytes) + " B, not " +
+                      std::to_string(payload));
     size_ = sizeof(Header) + payload;
     Header header{};
     pack(mine, header.fields);
@@ -100,7 +104,19 @@ class Exchange {
   // for the largest message any rank sends (a header and kCarriedMaxBytes),
   // so a peer that disagrees on what it carries is still received whole.
   Received swap(int peer, bool send, bool receive) {
-    MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    // Requests still active when an MPI call fails (the communicator is then
+    // failed) are cancelled and freed: nothing lands in the buffers later.
+    struct Requests {
+      MPI_Request handles[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+      ~Requests() {
+        for (MPI_Request& request : handles) {
+          if (request == MPI_REQUEST_NULL) continue;
+          MPI_Cancel(&request);
+          MPI_Request_free(&request);
+        }
+      }
+    } pending;
+    MPI_Request* requests = pending.handles;
     char* incoming = thread_buffer(kReceiveBuffer);
     if (receive) {
       check_mpi(MPI_Irecv(incoming, static_cast<int>(kLargestMessage), MPI_BYTE, peer, kCallCheckTag,
@@ -120,11 +136,13 @@ class Exchange {
     }, comms_, sequence_, mine_, peer);
     int bytes = 0;
     if (receive) check_mpi(MPI_Get_count(&statuses[0], MPI_BYTE, &bytes), "MPI_Get_count of the call check");
-    return {incoming, static_cast<size_t>(bytes)};
+    return {incoming, static_cast<size_t>(bytes), peer};
   }
 
   // Folds a peer's message into this rank's: flags any difference, else
-  // reduces the carried data.
+  // reduces the carried data. Both partners apply the op with the lower
+  // rank's value first, so they get the same bits even where an op is not
+  // symmetric in them (min and max of a NaN, or of -0 and +0).
   void combine(const Received& theirs) {
     Header mine = header();
     Header other{};
@@ -140,8 +158,14 @@ class Exchange {
     }
     if (carried_ != nullptr && carried_->count > 0) {
       const matex_op_t op = carried_->op == MATEX_AVG ? MATEX_SUM : carried_->op;
-      reduce_into(carried_->dtype, op, message_ + sizeof(Header), theirs.data + sizeof(Header),
-                  carried_->count);
+      char* own = message_ + sizeof(Header);
+      char* other_data = theirs.data + sizeof(Header);
+      if (rank_ < theirs.from) {
+        reduce_into(carried_->dtype, op, own, other_data, carried_->count);
+      } else {
+        reduce_into(carried_->dtype, op, other_data, own, carried_->count);
+        std::memcpy(own, other_data, size_ - sizeof(Header));
+      }
     }
   }
 
@@ -175,6 +199,7 @@ class Exchange {
   uint64_t sequence_;
   const CallSignature& mine_;
   const CarriedData* carried_;
+  int rank_;
   // This rank's message, in room for the largest one, allocated once per
   // thread (the check runs before every collective: no allocation per call).
   char* message_ = thread_buffer(kSendBuffer);

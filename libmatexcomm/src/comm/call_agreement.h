@@ -14,15 +14,16 @@
 // rounds every rank knows whether all agree. Every receive has room for the
 // largest message any rank sends, so ranks that disagree on what they send
 // still pair their messages and never truncate one.
-// Cost per collective: ceil(log2 p) + 2 small messages per rank on the
-// critical path, about one latency-bound MPI_Allreduce. On a mismatch, one
+// Cost per collective: floor(log2 p) rounds of small messages, plus two
+// where p is not a power of two; about one latency-bound MPI_Allreduce. On a mismatch, one
 // MPI_Allgather of the signatures names the ranks.
 //
 // A small allreduce may ride along (`CarriedData`, the flat algorithm below
 // kCarriedMaxBytes across nodes): its data follows the header in the same
 // messages and is reduced at every round, so the check and the allreduce
-// cost one exchange instead of two. Both partners of a round combine the
-// same two values (commutative ops), so every rank ends with the same bits.
+// cost one exchange instead of two. Both partners of a round apply the op to
+// the same two values in the same order (the lower rank's first), so every
+// rank ends with the same bits.
 //
 // The waits have no timeout, since the collectives they guard may have none
 // either (a rank may save a checkpoint for an hour before a barrier); after

@@ -34,7 +34,8 @@ const std::vector<ConfigEntry>& config_table() {
        "(one meeting another kind of collective on a peer then times out instead), and for the engine's "
        "collectives, which its coordinator has agreed on already. on checks those too."},
       {"MATEX_STALL_WARNING_SECONDS", ConfigType::kSeconds, "60", "", 0.001, 1e6, kPerRank,
-       "After this long waiting for a peer on the same node, warn once on stderr, naming it. The "
+       "After this long waiting for a peer on the same node, or for any rank in the call check "
+       "(MATEX_CHECK_CALLS), warn once on stderr, naming it. The "
        "engine's rank 0 likewise warns about tensors that some ranks have submitted and others not."},
       {"MATEX_ALLREDUCE_ALGO", ConfigType::kChoice, "auto", "auto|flat|rs_ar_ag|rs_ar_ag_cma|rab|oneshot",
        kUnbounded, kUnbounded,
