@@ -154,6 +154,54 @@ matex_tensor_op_t float_sum(const char* name, const void* send, void* recv, size
   return op;
 }
 
+// Float32 sums of the given counts, named "<prefix>/<t>", with the inputs
+// input_value(t, j, rank): exact sums, which count_wrong() checks. The ops
+// point into this object, so it stays where it was built.
+struct FloatSums {
+  FloatSums(const std::string& prefix, std::vector<size_t> sizes) : counts(std::move(sizes)) {
+    const size_t n = counts.size();
+    in.resize(n);
+    out.resize(n);
+    names.resize(n);
+    ops.resize(n);
+    for (size_t t = 0; t < n; ++t) {
+      in[t].resize(counts[t]);
+      for (size_t j = 0; j < counts[t]; ++j) in[t][j] = static_cast<float>(input_value(t, j, world_rank()));
+      out[t].assign(counts[t], -1.0f);
+      names[t] = prefix + "/" + std::to_string(t);
+      ops[t] = float_sum(names[t].c_str(), in[t].data(), out[t].data(), counts[t]);
+    }
+  }
+  FloatSums(const FloatSums&) = delete;
+  FloatSums& operator=(const FloatSums&) = delete;
+
+  void make_in_place(size_t t) {
+    out[t] = in[t];
+    ops[t].sendbuf = MATEX_IN_PLACE;
+  }
+
+  // Wrong elements of every output, each tensor's reported.
+  long long count_wrong() const {
+    long long wrong = 0;
+    for (size_t t = 0; t < counts.size(); ++t) {
+      Mismatches bad;
+      for (size_t j = 0; j < counts[t]; ++j) {
+        double want = 0;
+        for (int r = 0; r < world_size(); ++r) want += static_cast<double>(input_value(t, j, r));
+        if (out[t][j] != static_cast<float>(want)) bad.add(j, out[t][j], want);
+      }
+      EXPECT_EQ(bad.count(), 0u) << names[t] << ": " << bad.report();
+      wrong += static_cast<long long>(bad.count());
+    }
+    return wrong;
+  }
+
+  std::vector<size_t> counts;
+  std::vector<std::vector<float>> in, out;
+  std::vector<std::string> names;
+  std::vector<matex_tensor_op_t> ops;
+};
+
 class EngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -481,27 +529,17 @@ TEST_F(EngineTest, CollectivesAgreedByTheCoordinatorSkipTheCallCheck) {
   wrong += direct_checks < 1;
   for (int32_t v : direct) wrong += v != 5;
 
-  constexpr size_t kCounts[] = {1, 7, 1021, 65537};  // fused below the fusion size, the last alone
-  constexpr size_t kN = sizeof kCounts / sizeof kCounts[0];
-  std::vector<std::vector<float>> in(kN), out(kN);
-  std::vector<std::string> names(kN);
-  std::vector<matex_tensor_op_t> ops(kN + 1);
-  for (size_t t = 0; t < kN; ++t) {
-    in[t].resize(kCounts[t]);
-    for (size_t j = 0; j < kCounts[t]; ++j) in[t][j] = static_cast<float>(input_value(t, j, world_rank()));
-    out[t].assign(kCounts[t], -1.0f);
-    names[t] = "agreed/" + std::to_string(t);
-    ops[t] = float_sum(names[t].c_str(), in[t].data(), out[t].data(), kCounts[t]);
-  }
+  const FloatSums sums("agreed", {1, 7, 1021, 65537});  // fused below the fusion size, the last alone
   std::vector<int32_t> broadcast(11, world_rank() == p - 1 ? 9 : -1);
-  ops[kN] = matex_tensor_op_t{};
-  ops[kN].name = "agreed/broadcast";
-  ops[kN].coll = MATEX_COLL_BROADCAST;
-  ops[kN].sendbuf = MATEX_IN_PLACE;
-  ops[kN].recvbuf = broadcast.data();
-  ops[kN].count = broadcast.size();
-  ops[kN].dtype = MATEX_INT32;
-  ops[kN].root = p - 1;
+  std::vector<matex_tensor_op_t> ops = sums.ops;
+  matex_tensor_op_t& cast = ops.emplace_back();
+  cast.name = "agreed/broadcast";
+  cast.coll = MATEX_COLL_BROADCAST;
+  cast.sendbuf = MATEX_IN_PLACE;
+  cast.recvbuf = broadcast.data();
+  cast.count = broadcast.size();
+  cast.dtype = MATEX_INT32;
+  cast.root = p - 1;
   const long before_engine = g_signature_exchanges.load();
   std::vector<matex_request_t> requests(ops.size(), nullptr);
   ASSERT_EQ(matex_engine_submit(engine_, ops.data(), ops.size(), requests.data()), MATEX_SUCCESS)
@@ -511,13 +549,7 @@ TEST_F(EngineTest, CollectivesAgreedByTheCoordinatorSkipTheCallCheck) {
   const long engine_checks = g_signature_exchanges.load() - before_engine;
   EXPECT_EQ(engine_checks, 0) << "the engine's agreed collectives were checked again";
   wrong += engine_checks != 0;
-  for (size_t t = 0; t < kN; ++t) {
-    for (size_t j = 0; j < kCounts[t]; ++j) {
-      double want = 0;
-      for (int r = 0; r < p; ++r) want += static_cast<double>(input_value(t, j, r));
-      wrong += out[t][j] != static_cast<float>(want);
-    }
-  }
+  wrong += sums.count_wrong();
   for (int32_t v : broadcast) wrong += v != 9;
   agree_no_errors(wrong, "agreed collectives without the call check");
 }
@@ -966,37 +998,14 @@ TEST(EngineUnderATable, FusedTensorsPackedForFlatAreExact) {
   }
   matex_engine_t engine = nullptr;
   ASSERT_EQ(matex_engine_create(comm, &engine), MATEX_SUCCESS) << matex_last_error();
-  const size_t kCounts[] = {0, 1, 13, 4099, 257, 65537};
-  constexpr size_t kN = sizeof kCounts / sizeof kCounts[0];
-  std::vector<std::vector<float>> in(kN), out(kN);
-  std::vector<matex_tensor_op_t> ops(kN);
-  std::vector<std::string> names(kN);
-  for (size_t t = 0; t < kN; ++t) {
-    in[t].resize(kCounts[t]);
-    for (size_t j = 0; j < kCounts[t]; ++j) in[t][j] = static_cast<float>(input_value(t, j, world_rank()));
-    out[t].assign(kCounts[t], -1.0f);
-    names[t] = "packed/" + std::to_string(t);
-    ops[t] = float_sum(names[t].c_str(), in[t].data(), out[t].data(), kCounts[t]);
-    if (t % 2 == 1) {
-      out[t] = in[t];
-      ops[t].sendbuf = MATEX_IN_PLACE;
-    }
-  }
+  FloatSums sums("packed", {0, 1, 13, 4099, 257, 65537});
+  const size_t kN = sums.ops.size();
+  for (size_t t = 1; t < kN; t += 2) sums.make_in_place(t);
   std::vector<matex_request_t> requests(kN, nullptr);
-  ASSERT_EQ(matex_engine_submit(engine, ops.data(), kN, requests.data()), MATEX_SUCCESS) << matex_last_error();
+  ASSERT_EQ(matex_engine_submit(engine, sums.ops.data(), kN, requests.data()), MATEX_SUCCESS) << matex_last_error();
   EXPECT_EQ(matex_request_wait_all(requests.data(), kN), MATEX_SUCCESS) << matex_last_error();
   for (matex_request_t& r : requests) matex_request_free(&r);
-  long long wrong = 0;
-  for (size_t t = 0; t < kN; ++t) {
-    Mismatches bad;
-    for (size_t j = 0; j < kCounts[t]; ++j) {
-      double want = 0;
-      for (int r = 0; r < world_size(); ++r) want += static_cast<double>(input_value(t, j, r));
-      if (out[t][j] != static_cast<float>(want)) bad.add(j, out[t][j], want);
-    }
-    EXPECT_EQ(bad.count(), 0u) << names[t] << ": " << bad.report();
-    wrong += static_cast<long long>(bad.count());
-  }
+  long long wrong = sums.count_wrong();
   EXPECT_EQ(matex_engine_destroy(&engine), MATEX_SUCCESS) << matex_last_error();  // writes the trace
   EXPECT_EQ(matex_finalize(&comm), MATEX_SUCCESS) << matex_last_error();
   if (world_rank() == 0) {

@@ -61,7 +61,12 @@ void wait_until(Done done, const CallCheckComms& comms, uint64_t sequence, const
   }
 }
 
-constexpr size_t kLargestMessage = 6 * sizeof(int64_t) + kCarriedMaxBytes;  // a header and the most carried
+// What every message of the check starts with.
+struct Header {
+  int64_t fields[kSignatureFields];
+  int64_t disagreement;  // 1: some rank's header differed
+};
+constexpr size_t kLargestMessage = sizeof(Header) + kCarriedMaxBytes;
 enum ThreadBuffer { kSendBuffer, kReceiveBuffer };
 
 // Room for the largest message, one of each kind per thread.
@@ -74,12 +79,6 @@ char* thread_buffer(ThreadBuffer which) {
 // data) and what it has learnt so far.
 class Exchange {
  public:
-  struct Header {
-    int64_t fields[kSignatureFields];
-    int64_t disagreement;  // 1: some rank's header differed
-  };
-  static_assert(sizeof(Header) + kCarriedMaxBytes == kLargestMessage, "a header is 6 int64");
-
   struct Received {
     char* data;  // this thread's receive buffer: writable
     size_t size;
