@@ -124,8 +124,9 @@ std::string apply(const std::string& flag, const std::string& value, Options* o)
     if (value == "cuda" && !kBuiltWithCuda) return "--mem cuda: this build has no CUDA";
     o->memory = value == "cuda" ? BufferMemory::kCuda : BufferMemory::kHost;
   } else if (flag == "--compare") {
-    if (value != "mpi") return bad(flag, value, "expected mpi");
+    if (value != "mpi" && value != "all") return bad(flag, value, "expected mpi or all");
     o->compare_mpi = true;
+    o->compare_algorithms = value == "all";
   }
   return "";
 }
@@ -187,6 +188,8 @@ std::string parse_options(int argc, char** argv, Options* options) {
     }
   }
   if (o.min_bytes > o.max_bytes) return "-b/-e: the minimum size exceeds the maximum size";
+  if (o.compare_algorithms && o.algorithm_given)
+    return "--compare all: times auto against every algorithm; it cannot be combined with --algo " + o.algorithm;
   if (o.memory == BufferMemory::kCuda && !o.workload.empty())
     return "--mem cuda: not available with --workload (the workload's tensors are host memory)";
   if (!o.dtype_all && !o.op_all && collective_reduces(o.coll) && o.ops[0] == MATEX_AVG) {
@@ -232,6 +235,9 @@ std::string usage_text() {
          "  --coll allreduce|broadcast|allgather|reduce_scatter   default allreduce\n"
          "  --algo NAME|auto   force an algorithm (names: docs/algorithms.md)\n"
          "  --compare mpi      also time the plain MPI collective, interleaved\n"
+         "  --compare all      time auto, every algorithm forced in turn and MPI, interleaved\n"
+         "                     call by call (rotating the order), and print how auto fares\n"
+         "                     against the fastest of them (all results are checked)\n"
          "  --mem host|cuda    where the send/recv buffers live, default host. cuda: cudaMalloc'd\n"
          "                     buffers on GPU (local rank % GPUs); inputs are written and results\n"
          "                     checked on the host, copied outside the timed region; every timed\n"

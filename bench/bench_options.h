@@ -1,6 +1,6 @@
 // bench_options.h - the command line of matex-bench (nccl-tests conventions:
 // -b/-e/-f sizes, -n/-w iterations, -c check, -d dtype, -o op, -r root) plus
-// --coll, --algo, --compare mpi, --mem host|cuda, --print-config and -J FILE.
+// --coll, --algo, --compare mpi|all, --mem host|cuda, --print-config and -J FILE.
 //
 // Parsing is a pure function of argv, so every rank reaches the same verdict
 // and a bad flag ends every rank the same way (exit 2, no hang).
@@ -32,7 +32,8 @@ struct Options {
   matex_collective_t coll = MATEX_COLL_ALLREDUCE;
   std::string algorithm = "auto";
   bool algorithm_given = false;
-  bool compare_mpi = false;
+  bool compare_mpi = false;         // --compare mpi or all
+  bool compare_algorithms = false;  // --compare all: also every forced algorithm, interleaved with auto
   bool scale_iterations = false;
   BufferMemory memory = BufferMemory::kHost;  // --mem cuda: cudaMalloc'd send/recv buffers
   std::string workload;           // --workload: "" (collectives), "resnet50" or "small"  // --scale-iterations: more calls below 1 MiB (see usage_text)

@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "element_codec.h"
 
@@ -64,10 +65,11 @@ double bus_factor(matex_collective_t coll, int world_size) {
 
 CollectiveRunner::CollectiveRunner(matex::Communicator& comm, const MpiBaseline* mpi, AlignedBuffer& send,
                                    AlignedBuffer& recv, int iterations, int warmup_iterations, bool check,
-                                   bool scale_iterations, DeviceBuffers* device)
+                                   bool scale_iterations, DeviceBuffers* device,
+                                   std::vector<std::string> forced_algorithms)
     : comm_(comm), mpi_(mpi), send_(send), recv_(recv), iterations_(iterations),
       warmup_iterations_(warmup_iterations), scale_iterations_(scale_iterations), check_(check),
-      rank_(comm.rank()), world_size_(comm.size()), device_(device) {
+      rank_(comm.rank()), world_size_(comm.size()), device_(device), forced_(std::move(forced_algorithms)) {
   if (device_ != nullptr && mpi_ != nullptr && !device_->mpi_takes_device_buffers()) {
     mpi_staging_send_ = std::make_unique<AlignedBuffer>(send_.size());
     mpi_staging_recv_ = std::make_unique<AlignedBuffer>(recv_.size());
@@ -83,42 +85,68 @@ int CollectiveRunner::timed_iterations(size_t bytes) const {
 }
 
 Measurement CollectiveRunner::run(const CaseSpec& spec, const ReferencePatterns& patterns) {
-  Measurement result;
-  result.checked = check_;
-  double ours_seconds = 0.0;
-  double mpi_seconds = 0.0;
-  uint64_t wrong[2] = {0, 0};
+  // Contenders: 0 is ours as set (auto under --compare all), 1..k the forced
+  // algorithms, then MPI when it is compared.
+  const size_t forced = forced_.size();
+  const size_t mpi_index = 1 + forced;
+  const size_t contenders = mpi_index + (mpi_ != nullptr ? 1 : 0);
+  std::vector<double> seconds(contenders, 0.0);
+  std::vector<uint64_t> wrong(contenders, 0);
+  std::vector<char> runs_as_itself(contenders, 1);
+  std::string algorithm;
   const int iterations = timed_iterations(spec.count * matex_dtype_size(spec.dtype));
   const int total = warmup_iterations_ + iterations;
   for (int it = 0; it < total; ++it) {
     const bool timed = it >= warmup_iterations_;
     const bool last = it == total - 1;
-    for (bool ours : {true, false}) {
-      if (!ours && mpi_ == nullptr) continue;
+    for (size_t turn = 0; turn < contenders; ++turn) {
+      const size_t c = forced == 0 ? turn : (turn + static_cast<size_t>(it)) % contenders;
+      if (!runs_as_itself[c]) continue;
+      const bool ours = c < mpi_index;
+      if (forced > 0 && ours) set_algorithm(spec.coll, c == 0 ? "auto" : forced_[c - 1]);
       const uint64_t seq = next_seq_++;
       prepare(spec, patterns, seq, last);
       if (device_ != nullptr) upload(spec, last);
-      const double seconds = timed_call(spec, ours);
-      if (timed) (ours ? ours_seconds : mpi_seconds) += seconds;
-      if (last && check_) {
+      const double call_seconds = timed_call(spec, ours);
+      if (timed) seconds[c] += call_seconds;
+      if (ours) {
+        const char* used = "";
+        matex_last_algorithm(comm_.handle(), spec.coll, &used);
+        if (c == 0) algorithm = used;
+        else if (forced_[c - 1] != used) runs_as_itself[c] = 0;  // same verdict on every rank
+      }
+      if (last && check_ && runs_as_itself[c]) {
         if (device_ != nullptr)
           device_->to_host(recv_.data(), device_->recv(), extent_of(spec, world_size_).output_bytes);
-        wrong[ours ? 0 : 1] = count_wrong(spec, patterns, seq);
+        wrong[c] = count_wrong(spec, patterns, seq);
       }
     }
   }
-  const char* algorithm = "";
-  matex_last_algorithm(comm_.handle(), spec.coll, &algorithm);
-  result.algorithm = algorithm;
+  if (forced > 0) set_algorithm(spec.coll, "auto");
 
-  double mean[2] = {ours_seconds / iterations, mpi_seconds / iterations};
-  MPI_Allreduce(MPI_IN_PLACE, mean, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Allreduce(MPI_IN_PLACE, wrong, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  std::vector<double> mean(contenders);
+  for (size_t c = 0; c < contenders; ++c) mean[c] = seconds[c] / iterations;
+  MPI_Allreduce(MPI_IN_PLACE, mean.data(), static_cast<int>(contenders), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, wrong.data(), static_cast<int>(contenders), MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  Measurement result;
+  result.checked = check_;
+  result.algorithm = algorithm;
   result.time_us = mean[0] * 1e6;
-  if (mpi_ != nullptr) result.mpi_time_us = mean[1] * 1e6;
   result.wrong = wrong[0];
-  result.mpi_wrong = wrong[1];
+  for (size_t c = 1; c < mpi_index; ++c) {
+    result.forced_time_us.push_back(runs_as_itself[c] ? mean[c] * 1e6 : -1.0);
+    result.wrong += wrong[c];  // a wrong value of any of ours fails the run
+  }
+  if (mpi_ != nullptr) {
+    result.mpi_time_us = mean[mpi_index] * 1e6;
+    result.mpi_wrong = wrong[mpi_index];
+  }
   return result;
+}
+
+void CollectiveRunner::set_algorithm(matex_collective_t coll, const std::string& name) {
+  if (matex_set_algorithm(comm_.handle(), coll, name.c_str()) != MATEX_SUCCESS)
+    throw std::runtime_error("matex_set_algorithm(" + name + "): " + matex_last_error());
 }
 
 // Writes the inputs of call `seq`; poisons every output element that the call

@@ -53,6 +53,14 @@ void write_record(std::ostream& out, const ResultRow& row, int placement, const 
         << ", \"speedup\": " << number(m.time_us > 0 ? m.mpi_time_us / m.time_us : NAN)
         << ", \"mpi_wrong\": " << (m.checked ? std::to_string(m.mpi_wrong) : "null");
   }
+  if (context.forced_algorithms != nullptr) {  // --compare all; null where one did not run as itself
+    out << ", \"forced_time_us\": {";
+    for (size_t i = 0; i < context.forced_algorithms->size() && i < m.forced_time_us.size(); ++i) {
+      const double us = m.forced_time_us[i];
+      out << (i ? ", " : "") << quoted((*context.forced_algorithms)[i]) << ": " << (us < 0 ? "null" : number(us));
+    }
+    out << "}";
+  }
   out << "}";
 }
 
@@ -77,7 +85,7 @@ std::string write_json_report(const std::string& path, const RunContext& context
       << ",\n  \"world_size\": " << context.layout->world_size << ",\n  \"node_count\": " << context.layout->node_count()
       << ",\n  \"layout\": " << quoted(context.layout->sizes()) << ",\n  \"coll\": " << quoted(collective_name(options.coll))
       << ",\n  \"algo_requested\": " << quoted(options.algorithm) << ",\n  \"compare\": "
-      << (options.compare_mpi ? "\"mpi\"" : "null");
+      << (options.compare_algorithms ? "\"all\"" : options.compare_mpi ? "\"mpi\"" : "null");
   if (context.device != nullptr) {  // --mem cuda only: host runs keep their document as it was
     out << ",\n  \"memory\": \"cuda\"";
     if (options.compare_mpi)

@@ -18,6 +18,7 @@ struct RunContext {
   const Layout* layout = nullptr;
   double memcpy_gbps = 0.0;
   const DeviceBuffers* device = nullptr;  // --mem cuda
+  const std::vector<std::string>* forced_algorithms = nullptr;  // --compare all: names of forced_time_us
 };
 
 // Writes the JSON document; returns "" or an error naming the file.

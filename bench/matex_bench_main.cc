@@ -3,6 +3,7 @@
 //
 //   mpirun -np 4 matex-bench -b 8 -e 256M -f 2 -d float32 -o sum --compare mpi -J out.json
 //   mpirun -np 2 matex-bench --mem cuda -b 8 -e 256M --compare mpi   (device buffers, one GPU per rank)
+//   mpirun -np 4 matex-bench -b 256 -e 64M -f 4 --compare all   (auto against every algorithm and MPI)
 //
 // Exit status: 0 all values right, 1 some value wrong, 2 bad flag (or -J file not
 // writable, or --mem cuda without a GPU: "SKIPPED: no GPU (...)" on every rank),
@@ -22,6 +23,7 @@
 #include "device_buffers.h"
 #include "element_codec.h"
 #include "json_report.h"
+#include "race_table.h"
 #include "memcpy_bandwidth.h"
 #include "result_table.h"
 #include "workload_runner.h"
@@ -74,6 +76,17 @@ std::string validate_for_world(const Options& options, int world_size) {
     }
   }
   return "";
+}
+
+// --compare all: every algorithm of the collective (docs/algorithms.md), each
+// forced in turn; one that does not run as itself here drops out on its first call.
+std::vector<std::string> raced_algorithms(const Options& options) {
+  if (!options.compare_algorithms) return {};
+  switch (options.coll) {
+    case MATEX_COLL_ALLREDUCE: return {"flat", "rs_ar_ag", "rs_ar_ag_cma", "rab", "oneshot"};
+    case MATEX_COLL_BROADCAST: return {"flat", "hier"};
+    default: return {"flat"};  // allgather and reduce_scatter have one
+  }
 }
 
 // --workload: engine steps against one allreduce of the same bytes.
@@ -155,7 +168,7 @@ int run_benchmark(const Options& options, int rank) {
   std::optional<MpiBaseline> mpi;
   if (options.compare_mpi) mpi.emplace();
   CollectiveRunner runner(comm, mpi ? &*mpi : nullptr, send, recv, options.iterations, options.warmup_iterations,
-                          options.check, options.scale_iterations, device.get());
+                          options.check, options.scale_iterations, device.get(), raced_algorithms(options));
   ResultTable table(options.coll, world_size, options.compare_mpi, options.check);
   if (rank == 0) print(table.header());
 
@@ -194,9 +207,11 @@ int run_benchmark(const Options& options, int rank) {
   }
   if (rank == 0) {
     print(table.footer());
+    if (options.compare_algorithms) print(race_table(runner.forced_algorithms(), rows));
     if (!options.json_path.empty()) {
-      std::string json_error =
-          write_json_report(options.json_path, RunContext{&options, &layout, memcpy_gbps, device.get()}, rows);
+      const RunContext context{&options, &layout, memcpy_gbps, device.get(),
+                               options.compare_algorithms ? &runner.forced_algorithms() : nullptr};
+      std::string json_error = write_json_report(options.json_path, context, rows);
       if (!json_error.empty()) {
         std::fprintf(stderr, "matex-bench: %s\n", json_error.c_str());
         return 2;  // rank 0 only: mpirun still reports the failure

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # selection_check.sh OUTDIR [layouts...] - is auto the fastest choice? For each
 # layout ("np:virtual nodes", e.g. 4:2,2; "2:" for one node of 2 ranks), writes
-# a tuning file with matex-tune, times auto under it (MATEX_CALIBRATE=file)
-# next to MPI, then every forced algorithm, all with -b 256 -e 64M -f 4, and
-# prints per size: auto, the fastest forced algorithm, MPI, and auto against
-# the best of them (bench/selection_summary.py). Needs build/bin.
+# a tuning file with matex-tune, then races auto against every forced
+# algorithm and MPI in one matex-bench run (--compare all: interleaved call by
+# call, -b 256 -e 64M -f 4), once with the start-up calibration (the default,
+# MATEX_CALIBRATE=init) and once with the tuning file (MATEX_CALIBRATE=file).
+# Prints per layout, mode and size: auto, the fastest forced algorithm, MPI,
+# and auto against the fastest (bench/selection_summary.py). Needs build/bin.
 set -euo pipefail
 OUT=${1:?usage: selection_check.sh OUTDIR [np:nodes ...]}
 shift
@@ -21,11 +23,10 @@ for layout in "${LAYOUTS[@]}"; do
   name=${name//,/_}
   run() { MATEX_VIRTUAL_NODES=$nodes mpirun -np "$np" --oversubscribe -x MATEX_VIRTUAL_NODES "$@"; }
   run "$BIN/matex-tune" -o "$OUT/$name.tuning.json" -b 256 -e 64M -f 4 > "$OUT/$name.tune.txt"
-  MATEX_CALIBRATE=file MATEX_TUNING_FILE=$OUT/$name.tuning.json \
-    run -x MATEX_CALIBRATE -x MATEX_TUNING_FILE "$BIN/matex-bench" "${SIZES[@]}" --compare mpi \
-    -J "$OUT/$name.auto.json" > "$OUT/$name.auto.txt"
-  for algo in flat rs_ar_ag rs_ar_ag_cma rab oneshot; do
-    run "$BIN/matex-bench" "${SIZES[@]}" --algo "$algo" -J "$OUT/$name.$algo.json" > "$OUT/$name.$algo.txt"
+  for mode in init file; do
+    MATEX_CALIBRATE=$mode MATEX_TUNING_FILE=$OUT/$name.tuning.json \
+      run -x MATEX_CALIBRATE -x MATEX_TUNING_FILE "$BIN/matex-bench" "${SIZES[@]}" --compare all \
+      -J "$OUT/$name.$mode.json" > "$OUT/$name.$mode.txt"
   done
   echo "$name done"
 done

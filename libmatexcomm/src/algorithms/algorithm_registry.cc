@@ -91,6 +91,9 @@ int select_allreduce(const CollectiveContext& ctx, const std::string& choice, si
     int chosen = find_allreduce(choice);
     if (chosen < 0) return flat;
     if (allreduce_registry()[chosen].single_copy && !ctx.single_copy_ok) return k.rs_ar_ag;
+    // oneshot serves one node; on several it would run rab, so it is rab, and
+    // matex_last_algorithm says so.
+    if (chosen == k.oneshot && ctx.layout->node_count > 1) return k.rab;
     return chosen;
   }
   if (!auto_has_allreduce_choice(ctx)) return flat;

@@ -57,7 +57,8 @@ Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited) {
   const std::string check_calls = config_.get_string("MATEX_CHECK_CALLS");
   check_calls_ = check_calls == "on" ? CallCheck::kOn : check_calls == "off" ? CallCheck::kOff : CallCheck::kAuto;
   stall_warning_seconds_ = config_.get_seconds("MATEX_STALL_WARNING_SECONDS");
-  check_pace_ = node_has_dedicated_cores() ? BackoffPace::for_dedicated_cores() : BackoffPace::for_shared_cores();
+  // Waits pace by the host, not the node: virtual nodes of one host share its cores.
+  check_pace_ = host_has_dedicated_cores() ? BackoffPace::for_dedicated_cores() : BackoffPace::for_shared_cores();
 
   context_.layout = &layout_;
   context_.world = world_.get();
@@ -117,7 +118,7 @@ void Communicator::setup_shared_memory() {
       // Ranks that outnumber the cores must hand theirs over quickly when they wait.
       ShmWaitPolicy policy{config_.get_seconds("MATEX_TIMEOUT_SECONDS"),
                            config_.get_seconds("MATEX_STALL_WARNING_SECONDS"),
-                           node_has_dedicated_cores() ? BackoffPace::for_dedicated_cores()
+                           host_has_dedicated_cores() ? BackoffPace::for_dedicated_cores()
                                                       : BackoffPace::for_shared_cores()};
       shm_ = std::make_unique<ShmNodeChannel>(context_.node, world_ranks, context_.chunk_bytes, policy);
     } catch (const Error& error) {
