@@ -85,6 +85,31 @@ TEST(AllreduceTable, AFamilyMeasuredOnlyAtSmallSizesStopsThere) {
   EXPECT_NE(table.family_for(size_t{1} << 30), Family::kSmall);
 }
 
+TEST(AllreduceTable, AFamilyGivenForLargerSizesServesPastTheLargestMeasured) {
+  // Flat wins at every measured size and its slope would keep it ahead; the
+  // calibration at init names rail for what it did not time.
+  const Line flat{10e-6, 4e9}, rail{30e-6, 2e9};
+  AllreduceTable table = AllreduceTable::from_measurements(measure(kSizes, flat, Line{-1, 1}, rail, 0), 0.001,
+                                                           false, Family::kRail);
+  EXPECT_EQ(table.family_for(1 << 20), Family::kFlat);
+  EXPECT_EQ(table.family_for((1 << 20) + 1), Family::kRail);
+  EXPECT_EQ(table.family_for(size_t{1} << 36), Family::kRail);
+  EXPECT_EQ(table.family_for(~size_t{0}, true), Family::kRail);
+  // Without it, the measured slopes decide: flat.
+  AllreduceTable extrapolated =
+      AllreduceTable::from_measurements(measure(kSizes, flat, Line{-1, 1}, rail, 0), 0.001, false);
+  EXPECT_EQ(extrapolated.family_for(size_t{1} << 36), Family::kFlat);
+  // It travels with the table, and --explain says so.
+  std::vector<double> data = table.serialize();
+  data.resize(AllreduceTable::serialized_capacity(), 0);
+  AllreduceTable back = AllreduceTable::deserialize(data);
+  ASSERT_TRUE(back.past_largest.has_value());
+  EXPECT_EQ(*back.past_largest, Family::kRail);
+  EXPECT_EQ(back.family_for(size_t{1} << 30), Family::kRail);
+  EXPECT_NE(back.explain().find("past 1 MiB, the largest size timed: rail"), std::string::npos) << back.explain();
+  EXPECT_FALSE(extrapolated.past_largest.has_value());
+}
+
 TEST(AllreduceTable, InterpolatesOnLogLogAxes) {
   std::vector<AllreduceTable::Measurement> m(2);
   m[0].bytes = 1000;
@@ -190,7 +215,7 @@ TEST(AllreduceTable, RefusesCorruptFields) {
   const std::vector<double> good =
       AllreduceTable::from_measurements(measure(kSizes, flat, small, rail, 16384), 0.001, false).serialize();
   ASSERT_NO_THROW(AllreduceTable::deserialize(good));
-  const size_t bands_at = 5 + kSizes.size() * 11;  // header, then 11 doubles per measurement
+  const size_t bands_at = 6 + kSizes.size() * 11;  // header, then 11 doubles per measurement
   struct Spoil {
     size_t at;
     double value;
@@ -202,8 +227,10 @@ TEST(AllreduceTable, RefusesCorruptFields) {
       {1, 1e300, "huge measurement count"},
       {2, 0, "no bands"},
       {2, 2.5, "fractional band count"},
-      {5, -64, "negative size"},
-      {6, std::nan(""), "NaN time"},
+      {5, 7, "family 7 past the largest size"},
+      {5, std::nan(""), "NaN family past the largest size"},
+      {6, -64, "negative size"},
+      {7, std::nan(""), "NaN time"},
       {bands_at, std::nan(""), "NaN band size"},
       {bands_at + 1, 7, "family 7"},
       {bands_at + 2, 7, "in-place family 7"},

@@ -19,8 +19,8 @@ namespace matexcomm {
 namespace {
 
 constexpr int kLargestPower = 40;  // bands are drawn up to 1 TiB; the last one covers the rest
-constexpr double kVersion = 2;
-constexpr size_t kHeader = 5;  // version, measurements, bands, calibration seconds, cores shared
+constexpr double kVersion = 3;
+constexpr size_t kHeader = 6;  // version, measurements, bands, calibration seconds, cores shared, past largest
 constexpr size_t kPerMeasurement = 1 + 2 * kAllreduceFamilies;  // bytes, out-of-place and in-place seconds
 constexpr size_t kPerBand = 3;                                  // up to, family, in-place family
 
@@ -100,41 +100,54 @@ double AllreduceTable::predicted_seconds(AllreduceFamily family, size_t bytes, b
   return last_seconds;
 }
 
+namespace {
+
+// The band of one size from the families' modelled times.
+AllreduceTable::Band fastest_band(const AllreduceTable& table, size_t bytes) {
+  const double flat = table.predicted_seconds(AllreduceFamily::kFlat, bytes);
+  AllreduceTable::Band band{bytes, AllreduceFamily::kFlat, AllreduceFamily::kFlat};
+  double best_seconds = flat;
+  for (int f = 1; f < kAllreduceFamilies; ++f) {
+    const double seconds = table.predicted_seconds(static_cast<AllreduceFamily>(f), bytes);
+    if (seconds <= 0) continue;
+    const bool beats_flat = flat <= 0 || seconds < flat * (1 - AllreduceTable::kMargin);
+    if (beats_flat && (band.family == AllreduceFamily::kFlat || seconds < best_seconds)) {
+      band.family = static_cast<AllreduceFamily>(f);
+      best_seconds = seconds;
+    }
+  }
+  // In place: the fastest rail family in place, where a rail family won out of place.
+  band.in_place_family = band.family;
+  if (is_rail_family(band.family)) {
+    double best_in_place = table.predicted_seconds(band.family, bytes, true);
+    for (int f = 0; f < kAllreduceFamilies; ++f) {
+      const AllreduceFamily rail = static_cast<AllreduceFamily>(f);
+      const double seconds = is_rail_family(rail) ? table.predicted_seconds(rail, bytes, true) : -1;
+      if (seconds > 0 && (best_in_place <= 0 || seconds < best_in_place)) {
+        band.in_place_family = rail;
+        best_in_place = seconds;
+      }
+    }
+  }
+  return band;
+}
+
+}  // namespace
+
 AllreduceTable AllreduceTable::from_measurements(std::vector<Measurement> measurements, double calibration_seconds,
-                                                 bool cores_shared) {
+                                                 bool cores_shared, std::optional<AllreduceFamily> past_largest) {
   MATEX_REQUIRE(!measurements.empty() && measurements.size() <= kMaxMeasurements, MATEX_ERR_INTERNAL,
                 "an allreduce table needs 1 to " + std::to_string(kMaxMeasurements) + " measurements");
   AllreduceTable table;
   table.measured = std::move(measurements);
   table.calibration_seconds = calibration_seconds;
   table.cores_shared = cores_shared;
+  table.past_largest = past_largest;
   for (int power = 0; power <= kLargestPower; ++power) {
     const size_t bytes = size_t{1} << power;
-    const double flat = table.predicted_seconds(AllreduceFamily::kFlat, bytes);
-    Band band{bytes, AllreduceFamily::kFlat, AllreduceFamily::kFlat};
-    double best_seconds = flat;
-    for (int f = 1; f < kAllreduceFamilies; ++f) {
-      const double seconds = table.predicted_seconds(static_cast<AllreduceFamily>(f), bytes);
-      if (seconds <= 0) continue;
-      const bool beats_flat = flat <= 0 || seconds < flat * (1 - kMargin);
-      if (beats_flat && (band.family == AllreduceFamily::kFlat || seconds < best_seconds)) {
-        band.family = static_cast<AllreduceFamily>(f);
-        best_seconds = seconds;
-      }
-    }
-    // In place: the fastest rail family in place, where a rail family won out of place.
-    band.in_place_family = band.family;
-    if (is_rail_family(band.family)) {
-      double best_in_place = table.predicted_seconds(band.family, bytes, true);
-      for (int f = 0; f < kAllreduceFamilies; ++f) {
-        const AllreduceFamily rail = static_cast<AllreduceFamily>(f);
-        const double seconds = is_rail_family(rail) ? table.predicted_seconds(rail, bytes, true) : -1;
-        if (seconds > 0 && (best_in_place <= 0 || seconds < best_in_place)) {
-          band.in_place_family = rail;
-          best_in_place = seconds;
-        }
-      }
-    }
+    const Band band = past_largest && bytes > table.measured.back().bytes
+                          ? Band{bytes, *past_largest, *past_largest}
+                          : fastest_band(table, bytes);
     Band* last = table.bands.empty() ? nullptr : &table.bands.back();
     if (last != nullptr && last->family == band.family && last->in_place_family == band.in_place_family) {
       last->up_to_bytes = bytes;
@@ -159,7 +172,8 @@ size_t AllreduceTable::serialized_capacity() {
 
 std::vector<double> AllreduceTable::serialize() const {
   std::vector<double> data = {kVersion, static_cast<double>(measured.size()), static_cast<double>(bands.size()),
-                              calibration_seconds, cores_shared ? 1.0 : 0.0};
+                              calibration_seconds, cores_shared ? 1.0 : 0.0,
+                              past_largest ? static_cast<double>(*past_largest) : -1.0};
   for (const Measurement& m : measured) {
     data.push_back(static_cast<double>(m.bytes));
     for (double seconds : m.seconds) data.push_back(seconds);
@@ -195,6 +209,8 @@ AllreduceTable AllreduceTable::deserialize(const std::vector<double>& data) {
                 MATEX_ERR_INTERNAL, "a truncated allreduce table arrived");
   table.calibration_seconds = data[3];
   table.cores_shared = data[4] != 0;
+  if (data[5] != -1)  // -1: none
+    table.past_largest = static_cast<AllreduceFamily>(whole(data, 5, kAllreduceFamilies - 1, "family past the largest size"));
   size_t at = kHeader;
   for (size_t i = 0; i < measurements; ++i) {
     Measurement m;
@@ -226,7 +242,7 @@ std::string AllreduceTable::explain() const {
   const std::string origin =
       calibration_seconds < 0
           ? "from a tuning file (matex-tune; MATEX_CALIBRATE=auto or file): the slowest rank's median call"
-          : "measured at init in " + microseconds(calibration_seconds) + ": the slowest rank's faster of 2 calls";
+          : "measured at init in " + microseconds(calibration_seconds) + ": the slowest rank's fastest timed call";
   std::string text = "allreduce under auto: " + origin +
                      (cores_shared ? " (some host has more ranks than cores)" : "") + "\n";
   // Columns: every family measured somewhere, out of place, then in place.
@@ -279,6 +295,11 @@ std::string AllreduceTable::explain() const {
               " (ranks of a node must agree on in place here)";
     }
     text += "\n";
+  }
+  if (past_largest) {
+    text += "  past " + with_unit(static_cast<double>(measured.back().bytes)) + ", the largest size timed: " +
+            family_name(*past_largest) + ", as without a table (calls that fit the caches do not show where "
+            "calls that stream from memory cross over)\n";
   }
   return text;
 }

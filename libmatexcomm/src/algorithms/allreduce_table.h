@@ -14,7 +14,10 @@
 // every rank holds the same bands, so every rank makes the same choice.
 // Between two measured sizes a family's time is interpolated on log-log
 // axes; past the largest it grows along the slope of its last two points;
-// below the smallest it is the smallest's. A family other than flat must
+// below the smallest it is the smallest's. The calibration at init, which
+// times no more than 1 MiB, names a family for every larger size instead
+// (`past_largest`): calls that fit the caches do not show where calls that
+// stream from memory cross over. A family other than flat must
 // beat flat by kMargin to be chosen: where the hierarchy cannot beat MPI,
 // auto runs MPI.
 // Placement: out-of-place times pick each band's family. Where that is a
@@ -26,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,10 +60,13 @@ struct AllreduceTable {
   // What measuring cost (the slowest rank's); negative: the table came from a tuning file.
   double calibration_seconds = 0;
   bool cores_shared = false;  // some host had more ranks than cores while measuring
+  // Serves every size past the largest measured one; none: the families' extrapolated times decide.
+  std::optional<AllreduceFamily> past_largest;
 
   // Builds the bands from `measured` (sorted by size, 1 to kMaxMeasurements entries).
   static AllreduceTable from_measurements(std::vector<Measurement> measured, double calibration_seconds,
-                                          bool cores_shared);
+                                          bool cores_shared,
+                                          std::optional<AllreduceFamily> past_largest = std::nullopt);
   AllreduceFamily family_for(size_t bytes, bool in_place = false) const;
   // A family's modelled seconds at `bytes` (negative where it was not measured).
   double predicted_seconds(AllreduceFamily family, size_t bytes, bool in_place = false) const;

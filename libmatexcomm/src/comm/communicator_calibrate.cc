@@ -9,12 +9,19 @@
 //        2. otherwise, under =file or =auto, take rank 0's tuning file if it
 //           fits (=auto without one keeps the fixed sizes);
 //        3. otherwise time each family at kSizes, out of place, float32 sums,
-//           in three rounds over all of them: a warm-up, then two that count
-//           (the faster of the two);
+//           each call after a barrier, in rounds over all of them: a warm-up,
+//           then two that count, and four more for the sizes up to 16 KiB,
+//           whose calls cost microseconds and whose times preemption on
+//           shared cores moves most (the fastest of a size's rounds counts);
 //        4. rank 0 receives the slowest rank's times (MPI_Reduce, max), draws
-//           the bands and broadcasts them, so every rank chooses alike.
-// Cost: three calls per family and size: 5-6 ms on 2 ranks of one node here,
-//   16-24 ms on 4 ranks in virtual nodes 2,2 and 3,1 (docs/algorithms.md);
+//           the bands up to 1 MiB and broadcasts them, so every rank chooses
+//           alike. Past 1 MiB the fixed rule's family serves (rail, or flat
+//           with one rank per node): at 1 MiB the data still sits in the
+//           caches, and on 3,1 here flat wins there by 25-60 % and loses by 2x
+//           at 64 MiB, which no extrapolation of the cached times foresees.
+// Cost: three calls per family and size (seven up to 16 KiB), each after a
+//   barrier: 5-6 ms on 2 ranks of one node here, 15-20 ms on 4 ranks in
+//   virtual nodes 2,2 and 3,1 (docs/algorithms.md);
 //   then one MPI_Allreduce of an int and one MPI_Bcast of about 100 doubles
 //   for every further communicator of that shape.
 // Preconditions: the rest of the constructor is done (shared memory agreed);
@@ -41,6 +48,7 @@ constexpr size_t kSizes[] = {64, 1024, 16 * 1024, 256 * 1024, 1024 * 1024};
 constexpr size_t kMeasurements = sizeof kSizes / sizeof kSizes[0];
 constexpr size_t kSmallFamilyMaxBytes = 16 * 1024;
 constexpr int kTimedRounds = 2;  // after one warm-up round
+constexpr int kSmallSizeTimedRounds = 6;  // sizes up to kSmallFamilyMaxBytes
 constexpr int kTimedFamilies = 3;  // flat, small and rail: the first three AllreduceFamily values
 
 // Tables already measured in this process, by layout shape.
@@ -75,6 +83,8 @@ double Communicator::time_family(const AllreduceTable& only, size_t bytes, float
     ~Forced() { sizes.table = nullptr; }
   } forced{thresholds_};
   thresholds_.table = &only;
+  // Every rank starts together, so no call's time holds the skew that the one before left.
+  check_mpi(MPI_Barrier(world_.get()), "MPI_Barrier before a calibration call");
   const double start = MPI_Wtime();
   allreduce(send, recv, bytes / sizeof(float), MATEX_FLOAT32, MATEX_SUM);
   return std::max(MPI_Wtime() - start, 1e-9);
@@ -93,8 +103,9 @@ AllreduceTable Communicator::measure_allreduce_table() {
   // Rounds over every size and family, so that what warms up (first touches
   // of the shared segment, MPI's lazy set-up) burdens the first, untimed one;
   // the fastest of the timed calls counts, as preemption only ever adds.
-  for (int round = 0; round <= kTimedRounds; ++round) {
+  for (int round = 0; round <= kSmallSizeTimedRounds; ++round) {
     for (size_t i = 0; i < kMeasurements; ++i) {
+      if (round > kTimedRounds && kSizes[i] > kSmallFamilyMaxBytes) continue;
       for (int f = 0; f < kTimedFamilies; ++f) {
         const AllreduceFamily family = static_cast<AllreduceFamily>(f);
         if (family == AllreduceFamily::kSmall && kSizes[i] > kSmallFamilyMaxBytes) continue;
@@ -115,7 +126,10 @@ AllreduceTable Communicator::measure_allreduce_table() {
     measured[i].bytes = kSizes[i];
     for (int f = 0; f < kTimedFamilies; ++f) measured[i].seconds[f] = slowest[i * kTimedFamilies + f];
   }
-  return AllreduceTable::from_measurements(std::move(measured), slowest.back(), cores_shared_anywhere_);
+  // Past 1 MiB the fixed rule's family serves, as without a table (allreduce_table.h).
+  const AllreduceFamily past_largest =
+      layout_.node_count == layout_.world_size ? AllreduceFamily::kFlat : AllreduceFamily::kRail;
+  return AllreduceTable::from_measurements(std::move(measured), slowest.back(), cores_shared_anywhere_, past_largest);
 }
 
 void Communicator::calibrate_selection() {
