@@ -298,8 +298,8 @@ std::string AllreduceTable::explain() const {
   }
   if (past_largest) {
     text += "  past " + with_unit(static_cast<double>(measured.back().bytes)) + ", the largest size timed: " +
-            family_name(*past_largest) + ", as without a table (calls that fit the caches do not show where "
-            "calls that stream from memory cross over)\n";
+            family_name(*past_largest) + " (calls that fit the caches do not show where calls that stream "
+            "from memory cross over)\n";
   }
   return text;
 }

@@ -10,16 +10,18 @@
 //           fits (=auto without one keeps the fixed sizes);
 //        3. otherwise time each family at kSizes, out of place, float32 sums,
 //           each call after a barrier, in rounds over all of them: a warm-up,
-//           then two that count, and four more for the sizes up to 16 KiB,
+//           then two that count, and two more for the sizes up to 16 KiB,
 //           whose calls cost microseconds and whose times preemption on
 //           shared cores moves most (the fastest of a size's rounds counts);
 //        4. rank 0 receives the slowest rank's times (MPI_Reduce, max), draws
 //           the bands up to 1 MiB and broadcasts them, so every rank chooses
-//           alike. Past 1 MiB the fixed rule's family serves (rail, or flat
-//           with one rank per node): at 1 MiB the data still sits in the
-//           caches, and on 3,1 here flat wins there by 25-60 % and loses by 2x
-//           at 64 MiB, which no extrapolation of the cached times foresees.
-// Cost: three calls per family and size (seven up to 16 KiB), each after a
+//           alike. Past 1 MiB the rail family serves, the one built for
+//           bandwidth: at 1 MiB the data still sits in the caches, and on 3,1
+//           here flat wins there by 25-60 % and loses by 2x at 64 MiB, which
+//           no extrapolation of the cached times foresees. With one rank per
+//           node too (1,1,1,1: MPI's allreduce in pieces, 50-63 ms at 64 MiB
+//           against 92-97 ms for one call).
+// Cost: three calls per family and size (five up to 16 KiB), each after a
 //   barrier: 5-6 ms on 2 ranks of one node here, 15-20 ms on 4 ranks in
 //   virtual nodes 2,2 and 3,1 (docs/algorithms.md);
 //   then one MPI_Allreduce of an int and one MPI_Bcast of about 100 doubles
@@ -48,7 +50,7 @@ constexpr size_t kSizes[] = {64, 1024, 16 * 1024, 256 * 1024, 1024 * 1024};
 constexpr size_t kMeasurements = sizeof kSizes / sizeof kSizes[0];
 constexpr size_t kSmallFamilyMaxBytes = 16 * 1024;
 constexpr int kTimedRounds = 2;  // after one warm-up round
-constexpr int kSmallSizeTimedRounds = 6;  // sizes up to kSmallFamilyMaxBytes
+constexpr int kSmallSizeTimedRounds = 4;  // sizes up to kSmallFamilyMaxBytes
 constexpr int kTimedFamilies = 3;  // flat, small and rail: the first three AllreduceFamily values
 
 // Tables already measured in this process, by layout shape.
@@ -126,10 +128,9 @@ AllreduceTable Communicator::measure_allreduce_table() {
     measured[i].bytes = kSizes[i];
     for (int f = 0; f < kTimedFamilies; ++f) measured[i].seconds[f] = slowest[i * kTimedFamilies + f];
   }
-  // Past 1 MiB the fixed rule's family serves, as without a table (allreduce_table.h).
-  const AllreduceFamily past_largest =
-      layout_.node_count == layout_.world_size ? AllreduceFamily::kFlat : AllreduceFamily::kRail;
-  return AllreduceTable::from_measurements(std::move(measured), slowest.back(), cores_shared_anywhere_, past_largest);
+  // Past 1 MiB the rail family serves (allreduce_table.h).
+  return AllreduceTable::from_measurements(std::move(measured), slowest.back(), cores_shared_anywhere_,
+                                           AllreduceFamily::kRail);
 }
 
 void Communicator::calibrate_selection() {
