@@ -22,7 +22,7 @@
 //           node too (1,1,1,1: MPI's allreduce in pieces, 50-63 ms at 64 MiB
 //           against 92-97 ms for one call).
 // Cost: three calls per family and size (five up to 16 KiB), each after a
-//   barrier: 5-6 ms on 2 ranks of one node here, 15-20 ms on 4 ranks in
+//   barrier: 4-6 ms on 2 ranks of one node here, 13-22 ms (medians 16-17) on 4 ranks in
 //   virtual nodes 2,2 and 3,1 (docs/algorithms.md);
 //   then one MPI_Allreduce of an int and one MPI_Bcast of about 100 doubles
 //   for every further communicator of that shape.
