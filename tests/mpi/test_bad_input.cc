@@ -222,6 +222,11 @@ TEST(BadInput, MismatchedCallsAcrossNodes) {
                                            MATEX_SUM),
                            MATEX_ERR_MISMATCH, "count=300", (what + "with another count on node 0").c_str());
     errors += check_comm_still_works(comm);
+    // The same 400 bytes as another dtype: a carried check's message has the length alone, so its tag must tell.
+    errors += expect_error(matex_allreduce(comm, buf.data(), buf.data(), 100, first_node ? MATEX_INT32 : MATEX_FLOAT32,
+                                           MATEX_SUM),
+                           MATEX_ERR_MISMATCH, "dtype=int32", (what + "with another dtype of the same size on node 0").c_str());
+    errors += check_comm_still_works(comm);
     // 400 B rides in the call check's messages under flat; 20,000 B does not.
     std::vector<float> big(5000, 1.0f);
     errors += expect_error(matex_allreduce(comm, big.data(), big.data(), first_node ? 100 : 5000, MATEX_FLOAT32,

@@ -42,13 +42,18 @@
 #include "reduction_patterns.h"
 
 // The call check's messages, counted where the library sends them: MPI_Isend
-// with the check's tag (kCallCheckTag in comm/call_agreement.h). Defined in
-// this executable, this MPI_Isend comes before libmpi's for the library too.
+// with one of the check's tags (kCallCheckTag, and the range of kCarriedTagBase
+// for messages that carry data, in comm/call_agreement.h). Defined in this
+// executable, this MPI_Isend comes before libmpi's for the library too.
 constexpr int kCallCheckTag = 0x6d63;
+constexpr int kCarriedTagBase = 0x4000;
+constexpr int kCarriedTagCount = 0x2000;
 std::atomic<long> g_signature_exchanges{0};
 extern "C" int MPI_Isend(const void* buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
                          MPI_Request* request) {
-  if (tag == kCallCheckTag) ++g_signature_exchanges;
+  if (tag == kCallCheckTag || (tag >= kCarriedTagBase && tag < kCarriedTagBase + kCarriedTagCount)) {
+    ++g_signature_exchanges;
+  }
   return PMPI_Isend(buffer, count, type, dest, tag, comm, request);
 }
 

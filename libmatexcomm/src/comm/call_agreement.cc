@@ -61,12 +61,52 @@ void wait_until(Done done, const CallCheckComms& comms, uint64_t sequence, const
   }
 }
 
-// What every message of the check starts with.
+// What every message of the check says. A message without data sends it
+// whole; one with data sends its signature in the tag (carried_tag) instead.
+// Either way the receiver holds a Header followed by the data.
 struct Header {
   int64_t fields[kSignatureFields];
   int64_t disagreement;  // 1: some rank's header differed
 };
 constexpr size_t kLargestMessage = sizeof(Header) + kCarriedMaxBytes;
+
+// A carried message's tag: kCarriedTagBase plus 4 bits each of op, dtype and
+// kind, and the disagreement flag above them. The count is not in it: the
+// receiver takes it from the message's length.
+constexpr int kCodeBits = 4;
+static_assert(MATEX_OP_COUNT <= (1 << kCodeBits) && MATEX_DTYPE_COUNT <= (1 << kCodeBits) &&
+                  static_cast<int>(CallKind::kBarrier) < (1 << kCodeBits),
+              "a signature field outgrew its bits of the carried tag");
+static_assert((1 << (3 * kCodeBits + 1)) <= kCarriedTagCount, "the carried tags outgrew their range");
+
+int carried_tag(const Header& header) {
+  int code = 0;
+  for (int field : {0, 2, 3}) {  // kind, dtype, op (a carried call always has them; never a root)
+    MATEX_REQUIRE(header.fields[field] >= 0 && header.fields[field] < (1 << kCodeBits), MATEX_ERR_INTERNAL,
+                  "a carried call check cannot encode signature field " + std::to_string(field) + " = " +
+                      std::to_string(header.fields[field]));
+    code = (code << kCodeBits) | static_cast<int>(header.fields[field]);
+  }
+  return kCarriedTagBase + (static_cast<int>(header.disagreement != 0) << (3 * kCodeBits)) + code;
+}
+
+// The header that a carried message of `bytes` data bytes under `tag` stands for.
+Header carried_header(int tag, size_t bytes) {
+  const int code = tag - kCarriedTagBase;
+  const int mask = (1 << kCodeBits) - 1;
+  Header header{};
+  header.fields[0] = (code >> (2 * kCodeBits)) & mask;
+  header.fields[2] = (code >> kCodeBits) & mask;
+  header.fields[3] = code & mask;
+  header.fields[4] = -1;
+  header.disagreement = (code >> (3 * kCodeBits)) & 1;
+  const int64_t dtype = header.fields[2];
+  const size_t element = dtype < MATEX_DTYPE_COUNT ? dtype_size(static_cast<matex_dtype_t>(dtype)) : 0;
+  // -2: no count of any call, so a length that is no whole number of elements never agrees.
+  header.fields[1] = element != 0 && bytes % element == 0 ? static_cast<int64_t>(bytes / element) : -2;
+  return header;
+}
+
 enum ThreadBuffer { kSendBuffer, kReceiveBuffer };
 
 // Room for the largest message, one of each kind per thread.
@@ -99,9 +139,10 @@ class Exchange {
   }
 
   // Sends this rank's message to `peer` (when `send`), receives the peer's
-  // (when `receive`) and returns it. The receive is posted first, into room
-  // for the largest message any rank sends (a header and kCarriedMaxBytes),
-  // so a peer that disagrees on what it carries is still received whole.
+  // (when `receive`) and returns it as a header and its data. The receive is
+  // posted first, for any tag, into room for the largest message any rank
+  // sends (a header, or kCarriedMaxBytes of data), so a peer that disagrees
+  // on what it carries is still received whole.
   Received swap(int peer, bool send, bool receive) {
     // Requests still active when an MPI call fails (the communicator is then
     // failed) are cancelled and freed: nothing lands in the buffers later.
@@ -118,13 +159,16 @@ class Exchange {
     MPI_Request* requests = pending.handles;
     char* incoming = thread_buffer(kReceiveBuffer);
     if (receive) {
-      check_mpi(MPI_Irecv(incoming, static_cast<int>(kLargestMessage), MPI_BYTE, peer, kCallCheckTag,
-                          comms_.all, &requests[0]),
+      check_mpi(MPI_Irecv(incoming + sizeof(Header), static_cast<int>(kCarriedMaxBytes), MPI_BYTE, peer,
+                          MPI_ANY_TAG, comms_.all, &requests[0]),
                 "MPI_Irecv of the call check");
     }
     if (send) {
-      check_mpi(MPI_Isend(message_, static_cast<int>(size_), MPI_BYTE, peer, kCallCheckTag,
-                          comms_.all, &requests[1]),
+      // With data: the data alone, the header in the tag. Without: the header.
+      const bool carries = carried_ != nullptr;
+      check_mpi(MPI_Isend(carries ? message_ + sizeof(Header) : message_,
+                          static_cast<int>(carries ? size_ - sizeof(Header) : size_), MPI_BYTE, peer,
+                          carries ? carried_tag(header()) : kCallCheckTag, comms_.all, &requests[1]),
                 "MPI_Isend of the call check");
     }
     MPI_Status statuses[2];
@@ -133,9 +177,20 @@ class Exchange {
       check_mpi(MPI_Testall(2, requests, &done, statuses), "MPI_Testall of the call check");
       return done != 0;
     }, comms_, sequence_, mine_, peer);
+    if (!receive) return {incoming, 0, peer};
     int bytes = 0;
-    if (receive) check_mpi(MPI_Get_count(&statuses[0], MPI_BYTE, &bytes), "MPI_Get_count of the call check");
-    return {incoming, static_cast<size_t>(bytes), peer};
+    check_mpi(MPI_Get_count(&statuses[0], MPI_BYTE, &bytes), "MPI_Get_count of the call check");
+    const int tag = statuses[0].MPI_TAG;
+    if (tag == kCallCheckTag) {
+      std::memmove(incoming, incoming + sizeof(Header), static_cast<size_t>(bytes));
+      return {incoming, static_cast<size_t>(bytes), peer};
+    }
+    MATEX_REQUIRE(tag >= kCarriedTagBase && tag < kCarriedTagBase + kCarriedTagCount, MATEX_ERR_INTERNAL,
+                  "the call check received a message with tag " + std::to_string(tag) + " from rank " +
+                      std::to_string(peer) + ": something else sends point to point on the communicator");
+    const Header theirs = carried_header(tag, static_cast<size_t>(bytes));
+    std::memcpy(incoming, &theirs, sizeof theirs);
+    return {incoming, sizeof(Header) + static_cast<size_t>(bytes), peer};
   }
 
   // Folds a peer's message into this rank's: flags any difference, else
