@@ -45,7 +45,7 @@ std::vector<std::string> config_lines() {
 }
 
 std::vector<std::string> preamble_lines(const Options& options, const Layout& layout, double memcpy_gbps,
-                                        const std::vector<std::string>& memory_lines) {
+                                        double latency_us, const std::vector<std::string>& memory_lines) {
   std::vector<std::string> lines;
   lines.push_back(std::string("# matex-bench: matexcomm ") + matex_version_string() + ", " + collective_name(options.coll) +
                   ", algorithm " + options.algorithm);
@@ -69,6 +69,12 @@ std::vector<std::string> preamble_lines(const Options& options, const Layout& la
   char memcpy_line[96];
   std::snprintf(memcpy_line, sizeof memcpy_line, "# memcpy bandwidth (1 core): %.2f GB/s", memcpy_gbps);
   lines.push_back(memcpy_line);
+  if (latency_us >= 0) {
+    char latency_line[96];
+    std::snprintf(latency_line, sizeof latency_line, "# latency rank 0 <-> rank 1 (MPI, 8 B, half a round trip): %.2f us",
+                  latency_us);
+    lines.push_back(latency_line);
+  }
   return lines;
 }
 

@@ -1,6 +1,6 @@
 // bench_preamble.h - the '#' lines matex-bench prints before its table:
 // versions, the command line, the rank -> node layout, the effective MATEX_*
-// configuration, the memcpy yardstick and, with --mem cuda, the GPU, stream
+// configuration, the memcpy yardstick, the latency between ranks 0 and 1 and, with --mem cuda, the GPU, stream
 // and MPI baseline.
 #pragma once
 
@@ -30,7 +30,8 @@ std::string mpi_library_version();
 std::vector<std::string> config_lines();
 
 // `memory_lines` (with their "# "): the device buffers' description, after the iterations.
+// `latency_us`: ranks 0 <-> 1 (rank_latency.h); negative: no line.
 std::vector<std::string> preamble_lines(const Options& options, const Layout& layout, double memcpy_gbps,
-                                        const std::vector<std::string>& memory_lines = {});
+                                        double latency_us, const std::vector<std::string>& memory_lines = {});
 
 }  // namespace matexbench

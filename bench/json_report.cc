@@ -79,7 +79,9 @@ std::string write_document(const std::string& path, const std::string& text) {
 std::string write_json_report(const std::string& path, const RunContext& context, const std::vector<ResultRow>& rows) {
   const Options& options = *context.options;
   std::ostringstream out;
-  out << "{\n  \"memcpy_gbps\": " << number(context.memcpy_gbps) << ",\n  \"command\": " << quoted(options.command_line)
+  out << "{\n  \"memcpy_gbps\": " << number(context.memcpy_gbps) << ",\n  \"rank_latency_us\": "
+      << (context.rank_latency_us >= 0 ? number(context.rank_latency_us) : std::string("null"))
+      << ",\n  \"command\": " << quoted(options.command_line)
       << ",\n  \"matexcomm_version\": " << quoted(matex_version_string())
       << ",\n  \"mpi_library\": " << quoted(mpi_library_version())
       << ",\n  \"world_size\": " << context.layout->world_size << ",\n  \"node_count\": " << context.layout->node_count()

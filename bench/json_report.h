@@ -19,6 +19,7 @@ struct RunContext {
   double memcpy_gbps = 0.0;
   const DeviceBuffers* device = nullptr;  // --mem cuda
   const std::vector<std::string>* forced_algorithms = nullptr;  // --compare all: names of forced_time_us
+  double rank_latency_us = -1.0;  // ranks 0 <-> 1 (rank_latency.h); negative: one rank
 };
 
 // Writes the JSON document; returns "" or an error naming the file.

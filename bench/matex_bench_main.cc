@@ -25,6 +25,7 @@
 #include "json_report.h"
 #include "race_table.h"
 #include "memcpy_bandwidth.h"
+#include "rank_latency.h"
 #include "result_table.h"
 #include "workload_runner.h"
 
@@ -160,8 +161,9 @@ int run_benchmark(const Options& options, int rank) {
     memory_lines = device->describe(options.compare_mpi);
   }
   const double memcpy_gbps = measure_memcpy_gbps_on_rank0();
-  if (rank == 0) print(preamble_lines(options, layout, memcpy_gbps, memory_lines));
-  if (!options.workload.empty()) return run_workload_mode(options, comm, rank, RunContext{&options, &layout, memcpy_gbps});
+  const double latency_us = measure_rank_latency_us();
+  if (rank == 0) print(preamble_lines(options, layout, memcpy_gbps, latency_us, memory_lines));
+  if (!options.workload.empty()) return run_workload_mode(options, comm, rank, RunContext{&options, &layout, memcpy_gbps, nullptr, nullptr, latency_us});
 
   AlignedBuffer send(sizes.back());
   AlignedBuffer recv(sizes.back());
@@ -210,7 +212,7 @@ int run_benchmark(const Options& options, int rank) {
     if (options.compare_algorithms) print(race_table(runner.forced_algorithms(), rows));
     if (!options.json_path.empty()) {
       const RunContext context{&options, &layout, memcpy_gbps, device.get(),
-                               options.compare_algorithms ? &runner.forced_algorithms() : nullptr};
+                               options.compare_algorithms ? &runner.forced_algorithms() : nullptr, latency_us};
       std::string json_error = write_json_report(options.json_path, context, rows);
       if (!json_error.empty()) {
         std::fprintf(stderr, "matex-bench: %s\n", json_error.c_str());

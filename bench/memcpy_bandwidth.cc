@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <thread>
 
 #include "aligned_buffer.h"
+#include "barrier_asleep.h"
 
 namespace matexbench {
 
@@ -32,12 +32,7 @@ double measure_memcpy_gbps_on_rank0() {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   double gbps = rank == 0 ? measure_memcpy_gbps() : 0.0;
-  MPI_Request request;
-  MPI_Ibarrier(MPI_COMM_WORLD, &request);
-  for (int done = 0; !done;) {
-    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  barrier_asleep();
   return gbps;
 }
 

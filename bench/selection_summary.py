@@ -5,7 +5,8 @@ Reads the matex-bench --compare all documents (LAYOUT.MODE.json). Per layout,
 mode and placement, per size: auto's time and algorithm, the fastest forced
 algorithm, MPI's time, and auto over the fastest of forced and MPI ("over
 10 %" where it is more than 1.10). All times come from one run, interleaved
-call by call.
+call by call. The heading gives the run's latency between ranks 0 and 1: on a
+shared machine it tells runs whose cores sat far apart (docs/benchmarks.md).
 """
 import json
 import pathlib
@@ -22,7 +23,9 @@ for path in sorted(out.glob("*.json")):
     name = path.name[:-len(".json")]
     mode = name.split(".", 1)[1]
     for inplace in (False, True):
-        print(f"\n## {name}, {'in place' if inplace else 'out of place'}")
+        latency = document.get("rank_latency_us")
+        print(f"\n## {name}, {'in place' if inplace else 'out of place'}"
+              + (f" (latency rank 0 <-> 1: {latency:.2f} us)" if latency is not None else ""))
         print(f"{'bytes':>10} {'auto us':>10} {'auto algo':>14} {'fastest forced':>26} {'MPI us':>10} "
               f"{'auto/fastest':>12} {'MPI/auto':>8}")
         for row in document["results"]:

@@ -26,6 +26,7 @@
 #include "aligned_buffer.h"
 #include "bench_options.h"
 #include "cost_fit.h"
+#include "rank_latency.h"
 #include "core/tuning_file.h"
 #include "matexcomm/matexcomm.h"
 
@@ -217,6 +218,10 @@ int main(int argc, char** argv) {
     matex_last_algorithm(comm, cases[c].coll, &used);
     runs[c] = std::strcmp(used, cases[c].algorithm) == 0;
   }
+  // The latency between ranks 0 and 1 before and after the rounds: on a shared
+  // machine the cores' placement can change, and the shared-memory algorithms
+  // with it (rank_latency.h).
+  const double latency_before_us = matexbench::measure_rank_latency_us();
   // seconds[c][s][round]: this rank's time per call.
   std::vector<double> mine(cases.size() * sizes.size() * options.rounds, 0);
   for (int round = -1; round < options.rounds; ++round) {  // round -1 warms up
@@ -248,6 +253,7 @@ int main(int argc, char** argv) {
       }
     }
   }
+  const double latency_after_us = matexbench::measure_rank_latency_us();
   std::vector<double> slowest(mine.size(), 0);
   MPI_Reduce(mine.data(), slowest.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   int wrong_anywhere = 0;
@@ -271,6 +277,10 @@ int main(int argc, char** argv) {
     file.rounds = options.rounds;
     std::printf("# matex-tune: %d ranks on %d nodes, %s\n# layout %s\n", p, nodes, host_kind, layout);
     std::printf("# the slowest rank's median of %d rounds, us per call\n", options.rounds);
+    if (latency_before_us >= 0) {
+      std::printf("# latency rank 0 <-> rank 1 (MPI, 8 B, half a round trip) before / after the rounds: %.2f / %.2f us\n",
+                  latency_before_us, latency_after_us);
+    }
     for (size_t c = 0; c < cases.size(); ++c) {
       if (!runs[c]) continue;
       AlgorithmCost cost;
