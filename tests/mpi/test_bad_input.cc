@@ -225,7 +225,8 @@ TEST(BadInput, MismatchedCallsAcrossNodes) {
     // The same 400 bytes as another dtype: a carried check's message has the length alone, so its tag must tell.
     errors += expect_error(matex_allreduce(comm, buf.data(), buf.data(), 100, first_node ? MATEX_INT32 : MATEX_FLOAT32,
                                            MATEX_SUM),
-                           MATEX_ERR_MISMATCH, "dtype=int32", (what + "with another dtype of the same size on node 0").c_str());
+                           MATEX_ERR_MISMATCH, "dtype=int32",
+                           (what + "with another dtype of the same size on node 0").c_str());
     errors += check_comm_still_works(comm);
     // 400 B rides in the call check's messages under flat; 20,000 B does not.
     std::vector<float> big(5000, 1.0f);

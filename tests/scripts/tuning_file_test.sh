@@ -4,7 +4,8 @@
 # and every file that does not fit is refused with a warning naming why
 # (another layout, a stale library, another host kind, malformed, missing,
 # bad values), after which the table is measured at init and results stay right.
-# Under MATEX_CALIBRATE=auto (the default) a missing file is silent.
+# Under MATEX_CALIBRATE=auto (the default) a missing file is silent. In 2,2 the
+# file's broadcast times choose between flat and hier by size.
 set -euo pipefail
 MPIEXEC=$1
 TUNE=$2
@@ -84,4 +85,40 @@ sed 's/"measured": \[\[64, [^]]*\]/"measured": [[64, -1]/' "$GOOD" > "$DIR/negat
 refused negative 2 "" "$DIR/negative.json" "measured[0]: expected seconds above 0"
 sed 's/"version": 1/"version": 99/' "$GOOD" > "$DIR/version.json"
 refused version 2 "" "$DIR/version.json" "tuning file format version 99, this library reads 1"
+
+# Broadcast in 2,2, where the hierarchy can help: the file's broadcast times
+# choose by size. The file says flat is 1000x faster at 64 B and hier at 256 B,
+# so auto runs flat up to 128 B (halfway) and hier above; every result is checked.
+MATEX_VIRTUAL_NODES=2,2 "$MPIEXEC" -np 4 --oversubscribe -x MATEX_VIRTUAL_NODES "$TUNE" -o "$DIR/2_2.json" \
+  -b 64 -e 256 -f 4 -r 1 > "$DIR/tune_2_2.txt"
+python3 - "$DIR/2_2.json" "$DIR/2_2_broadcast.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+b = t["collectives"]["broadcast"]
+assert set(b) == {"flat", "hier"}, b.keys()
+assert [s for s, _ in b["flat"]["measured"]] == [64, 256], b["flat"]["measured"]
+b["flat"]["measured"] = [[64, 1e-6], [256, 1e-3]]
+b["hier"]["measured"] = [[64, 1e-3], [256, 1e-6]]
+json.dump(t, open(sys.argv[2], "w"))
+PY
+broadcast_run() {  # broadcast_run FILE OUT
+  MATEX_VIRTUAL_NODES=2,2 MATEX_CALIBRATE=file MATEX_TUNING_FILE=$1 "$MPIEXEC" -np 4 --oversubscribe \
+    -x MATEX_VIRTUAL_NODES -x MATEX_CALIBRATE -x MATEX_TUNING_FILE "$BENCH" --explain > "$2" 2>&1
+  MATEX_VIRTUAL_NODES=2,2 MATEX_CALIBRATE=file MATEX_TUNING_FILE=$1 "$MPIEXEC" -np 4 --oversubscribe \
+    -x MATEX_VIRTUAL_NODES -x MATEX_CALIBRATE -x MATEX_TUNING_FILE "$BENCH" --coll broadcast -r 3 \
+    -b 64 -e 1K -f 4 -n 2 -w 1 >> "$2" 2>&1
+  grep -q "Out of bounds values : 0 OK" "$2" || { cat "$2"; echo "FAIL: wrong broadcast results ($2)"; exit 1; }
+}
+algo_at() {  # algo_at OUT BYTES: the algorithm column of the table row of that size (not --explain's)
+  awk -v b="$2" '$1 == b && $3 == "float32" { print $NF }' "$1"
+}
+broadcast_run "$DIR/2_2_broadcast.json" "$DIR/broadcast.txt"
+expect "$DIR/broadcast.txt" "broadcast under auto: measured in a tuning file" "the file's broadcast table serves"
+expect "$DIR/broadcast.txt" "up to 128 B: flat" "--explain shows the broadcast bands"
+for row in "64 flat" "256 hier" "1024 hier"; do
+  set -- $row
+  got=$(algo_at "$DIR/broadcast.txt" "$1")
+  [ "$got" = "$2" ] || { cat "$DIR/broadcast.txt"; echo "FAIL: broadcast of $1 B ran '$got', the file says $2"; exit 1; }
+done
+echo "ok: broadcast runs flat at 64 B and hier from 256 B, as the file's times say"
 echo "PASS"

@@ -116,11 +116,17 @@ int select_allreduce(const CollectiveContext& ctx, const std::string& choice, si
   return rail_algorithm(ctx, bytes, in_place, sizes);
 }
 
-std::string select_broadcast(const CollectiveContext& ctx, const std::string& choice) {
-  if (choice == "flat" || choice == "hier") return choice;
+bool broadcast_hierarchy_helps(const CollectiveContext& ctx) {
   const topo::Layout& layout = *ctx.layout;
-  bool hierarchy_helps = layout.node_count > 1 && layout.node_count < layout.world_size;
-  return hierarchy_helps ? "hier" : "flat";
+  return layout.node_count > 1 && layout.node_count < layout.world_size;
+}
+
+std::string select_broadcast(const CollectiveContext& ctx, const std::string& choice, size_t bytes,
+                             const BroadcastTable* table) {
+  if (choice == "flat" || choice == "hier") return choice;
+  if (!broadcast_hierarchy_helps(ctx)) return "flat";
+  if (table != nullptr && !table->bands.empty()) return table->hierarchical_for(bytes) ? "hier" : "flat";
+  return "hier";
 }
 
 }  // namespace matexcomm

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "algorithms/allreduce_table.h"
+#include "algorithms/broadcast_table.h"
 #include "algorithms/collective_context.h"
 
 namespace matexcomm {
@@ -119,6 +120,12 @@ const char* rail_family_algorithm(const CollectiveContext& ctx, size_t bytes, bo
                                   const AllreduceThresholds& sizes);
 
 // Broadcast: "flat" or "hier"; auto = hier when there is more than one node.
-std::string select_broadcast(const CollectiveContext& ctx, const std::string& choice);
+// Whether broadcast's hierarchy can help: several nodes, some with several ranks.
+bool broadcast_hierarchy_helps(const CollectiveContext& ctx);
+// Broadcast: a forced choice; else flat unless the hierarchy can help, where
+// `table` (from a tuning file, the same on every rank) picks by `bytes`, and
+// without one hier runs.
+std::string select_broadcast(const CollectiveContext& ctx, const std::string& choice, size_t bytes,
+                             const BroadcastTable* table);
 
 }  // namespace matexcomm

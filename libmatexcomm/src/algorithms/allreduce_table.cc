@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "core/byte_units.h"
 #include "core/error.h"
 
 namespace matexcomm {
@@ -23,18 +24,6 @@ constexpr double kVersion = 3;
 constexpr size_t kHeader = 6;  // version, measurements, bands, calibration seconds, cores shared, past largest
 constexpr size_t kPerMeasurement = 1 + 2 * kAllreduceFamilies;  // bytes, out-of-place and in-place seconds
 constexpr size_t kPerBand = 3;                                  // up to, family, in-place family
-
-std::string with_unit(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (bytes >= 1024 && unit < 4) {
-    bytes /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, "%g %s", bytes, units[unit]);
-  return text;
-}
 
 std::string microseconds(double seconds) {
   if (seconds < 0) return "-";

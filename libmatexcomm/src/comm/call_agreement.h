@@ -7,7 +7,8 @@
 // shared-memory channel compares its peers' call descriptors as well.
 //
 // How: recursive doubling over all ranks by point to point. Every rank sends
-// a header (its call's signature and a "disagreement seen" flag) to partner
+// its call's signature and a "disagreement seen" flag (as a header, or in the
+// tag of a message that carries data, below) to partner
 // rank ^ 1, ^ 2, ^ 4, ...; the ranks above the largest power of two first
 // fold into a partner below it and get its final message at the end. A rank
 // flags any header unlike its own, or already flagged, so after log2(p)
@@ -105,6 +106,8 @@ constexpr int kCallCheckTag = 0x6d63;
 // kCarriedTagCount, which stays under 32767, the least MPI_TAG_UB that MPI allows.
 constexpr int kCarriedTagBase = 0x4000;
 constexpr int kCarriedTagCount = 0x2000;
+static_assert(kCallCheckTag < kCarriedTagBase || kCallCheckTag >= kCarriedTagBase + kCarriedTagCount,
+              "the whole-header tag must lie outside the carried tags");
 // Data that travels with the check: `count` elements from `input`, reduced
 // with `op` over all ranks into `output` (avg is summed; the caller divides).
 // `output` is written only when the ranks agree; it may equal `input`.

@@ -228,7 +228,9 @@ const char* Communicator::auto_algorithm(matex_collective_t coll, size_t bytes) 
       return allreduce_registry()[select_allreduce(context_, choice_[MATEX_COLL_ALLREDUCE], bytes, false,
                                                    thresholds_)].name;
     case MATEX_COLL_BROADCAST:
-      return select_broadcast(context_, choice_[MATEX_COLL_BROADCAST]) == "hier" ? "hier" : "flat";
+      return select_broadcast(context_, choice_[MATEX_COLL_BROADCAST], bytes, broadcast_table_.get()) == "hier"
+                 ? "hier"
+                 : "flat";
     case MATEX_COLL_ALLGATHER:
     case MATEX_COLL_REDUCE_SCATTER: return "flat";
     case MATEX_COLL_REDUCE: return reduce_prefers_hierarchy(context_) ? "hier" : "flat";
@@ -337,7 +339,7 @@ void Communicator::allreduce_pieces(const std::vector<BufferPiece>& pieces, mate
 void Communicator::broadcast(void* buffer, size_t count, matex_dtype_t dtype, int root) {
   require_dtype(dtype, "dtype");
   require_buffer(buffer, count, "buffer");
-  checked_bytes(count, dtype, "count");
+  const size_t bytes = checked_bytes(count, dtype, "count");
   if (root < 0 || root >= layout_.world_size) {
     MATEX_RAISE(MATEX_ERR_INVALID_ARG, "root = " + std::to_string(root) + " is not a rank of this communicator (0.." +
                                            std::to_string(layout_.world_size - 1) + ")");
@@ -347,7 +349,7 @@ void Communicator::broadcast(void* buffer, size_t count, matex_dtype_t dtype, in
                    [&] { last_[MATEX_COLL_BROADCAST] = device_->broadcast(*this, buffer, count, dtype, root); });
     return;
   }
-  std::string chosen = select_broadcast(context_, choice_[MATEX_COLL_BROADCAST]);
+  std::string chosen = select_broadcast(context_, choice_[MATEX_COLL_BROADCAST], bytes, broadcast_table_.get());
   last_[MATEX_COLL_BROADCAST] = chosen == "hier" ? "hier" : "flat";
   run_collective(rooted_call(CallKind::kBroadcast, count, dtype, root), [&] {
     if (count == 0) return;

@@ -151,9 +151,11 @@ class Communicator {
   AllreduceTable measure_allreduce_table();
   // MATEX_CALIBRATE=file or auto (communicator_tuning_file.cc): collective;
   // true on every rank when rank 0's tuning file fits and `table` (rank 0's)
-  // holds it. `optional` (auto): a missing file is no warning.
-  bool load_tuning_table(AllreduceTable* table, bool optional);
+  // holds it, and `broadcast` (rank 0's) the file's broadcast bands where the
+  // hierarchy can help. `optional` (auto): a missing file is no warning.
+  bool load_tuning_table(AllreduceTable* table, BroadcastTable* broadcast, bool optional);
   AllreduceTable table_from_tuning(const TuningFile& file) const;
+  BroadcastTable broadcast_table_from_tuning(const TuningFile& file) const;
   // This rank's seconds for one allreduce of `bytes` by the one family `only` names.
   double time_family(const AllreduceTable& only, size_t bytes, float* send, float* recv);
   // What a table depends on: ranks per node, shared memory, single copies, sizes.
@@ -185,6 +187,7 @@ class Communicator {
   std::vector<char> scratch_;
   AllreduceThresholds thresholds_;
   std::shared_ptr<const AllreduceTable> allreduce_table_;  // thresholds_.table's owner, or null
+  std::shared_ptr<const BroadcastTable> broadcast_table_;  // from a tuning file, or null (the fixed rule)
   bool cores_shared_anywhere_ = false;  // some host has more ranks than cores (the same on every rank)
   size_t streaming_min_bytes_ = 0;
   std::string choice_[4];

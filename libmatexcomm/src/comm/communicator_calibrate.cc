@@ -1,13 +1,15 @@
 // communicator_calibrate.cc - auto's allreduce table, measured when a
 // communicator is created (MATEX_CALIBRATE=init; see algorithms/allreduce_table.h),
 // or read from a tuning file (=file, and =auto where one exists;
-// communicator_tuning_file.cc).
+// communicator_tuning_file.cc), which gives the broadcast table too
+// (algorithms/broadcast_table.h; init times no broadcast).
 //
 // Steps: 1. agree whether every rank already holds a table for this layout's
 //           shape (an earlier communicator of the same shape in this process):
 //           then rank 0's is broadcast and nothing is timed;
 //        2. otherwise, under =file or =auto, take rank 0's tuning file if it
-//           fits (=auto without one keeps the fixed sizes);
+//           fits, for allreduce and broadcast (=auto without one keeps the
+//           fixed sizes);
 //        3. otherwise time each family at kSizes, out of place, float32 sums,
 //           each call after a barrier, in rounds over all of them: a warm-up,
 //           then two that count, and two more for the sizes up to 16 KiB,
@@ -24,11 +26,13 @@
 // Cost: three calls per family and size (five up to 16 KiB), each after a
 //   barrier: 4-6 ms on 2 ranks of one node here, 13-22 ms (medians 16-17) on 4 ranks in
 //   virtual nodes 2,2 and 3,1 (docs/algorithms.md);
-//   then one MPI_Allreduce of an int and one MPI_Bcast of about 100 doubles
-//   for every further communicator of that shape.
+//   then one MPI_Allreduce of an int and one MPI_Bcast of 900 doubles (the
+//   allreduce and broadcast tables' room, 7 KB) for every communicator,
+//   including the further ones of that shape, which time nothing.
 // Preconditions: the rest of the constructor is done (shared memory agreed);
 //   allreduce is not forced (a forced algorithm needs no table).
 #include <algorithm>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,10 +57,14 @@ constexpr int kTimedRounds = 2;  // after one warm-up round
 constexpr int kSmallSizeTimedRounds = 4;  // sizes up to kSmallFamilyMaxBytes
 constexpr int kTimedFamilies = 3;  // flat, small and rail: the first three AllreduceFamily values
 
-// Tables already measured in this process, by layout shape.
+// Tables already measured or read in this process, by layout shape.
+struct SelectionTables {
+  std::shared_ptr<const AllreduceTable> allreduce;
+  std::shared_ptr<const BroadcastTable> broadcast;  // null: the fixed rule
+};
 std::mutex g_tables_mutex;
-std::map<std::string, std::shared_ptr<const AllreduceTable>>& tables_by_shape() {
-  static auto* tables = new std::map<std::string, std::shared_ptr<const AllreduceTable>>;  // never freed
+std::map<std::string, SelectionTables>& tables_by_shape() {
+  static auto* tables = new std::map<std::string, SelectionTables>;  // never freed
   return *tables;
 }
 
@@ -142,36 +150,47 @@ void Communicator::calibrate_selection() {
   std::string tuning_path = config_.get_string("MATEX_TUNING_FILE");
   if (tuning_path.empty()) tuning_path = default_tuning_path();
   const std::string shape = layout_shape() + ";source=" + (mode == "init" ? std::string("init") : tuning_path);
-  std::shared_ptr<const AllreduceTable> known;
+  SelectionTables known;
   {
     std::lock_guard<std::mutex> lock(g_tables_mutex);
     auto found = tables_by_shape().find(shape);
     if (found != tables_by_shape().end()) known = found->second;
   }
-  int have = known ? 1 : 0;
+  int have = known.allreduce ? 1 : 0;
   int everyone_has = 0;
   check_mpi(MPI_Allreduce(&have, &everyone_has, 1, MPI_INT, MPI_MIN, world_.get()), "MPI_Allreduce of known tables");
   AllreduceTable table;
+  BroadcastTable broadcast;  // from a tuning file only; init times no broadcast
   if (everyone_has) {
-    if (world_.rank() == 0) table = *known;
+    if (world_.rank() == 0) {
+      table = *known.allreduce;
+      if (known.broadcast) broadcast = *known.broadcast;
+    }
   } else {
     // The timed calls are not the caller's: matex_last_algorithm keeps saying none ran.
     const char* last = last_[MATEX_COLL_ALLREDUCE];
-    const bool from_file = mode != "init" && load_tuning_table(&table, mode == "auto");
+    const bool from_file = mode != "init" && load_tuning_table(&table, &broadcast, mode == "auto");
     if (!from_file && mode == "auto") return;  // no fitting file: the fixed sizes (every rank knows alike)
     if (!from_file) table = measure_allreduce_table();
     last_[MATEX_COLL_ALLREDUCE] = last;
   }
-  // Rank 0's table, on every rank.
+  // Rank 0's tables, on every rank, in one message: the allreduce table, then the broadcast table.
   std::vector<double> data = table.serialize();
   data.resize(AllreduceTable::serialized_capacity(), 0);
+  const std::vector<double> broadcast_data = broadcast.serialize();
+  data.insert(data.end(), broadcast_data.begin(), broadcast_data.end());
+  data.resize(AllreduceTable::serialized_capacity() + BroadcastTable::serialized_capacity(), 0);
   check_mpi(MPI_Bcast(data.data(), static_cast<int>(data.size()), MPI_DOUBLE, 0, world_.get()),
-            "MPI_Bcast of the allreduce table");
-  allreduce_table_ = std::make_shared<const AllreduceTable>(AllreduceTable::deserialize(data));
+            "MPI_Bcast of the selection tables");
+  const auto broadcast_part = data.begin() + static_cast<std::ptrdiff_t>(AllreduceTable::serialized_capacity());
+  allreduce_table_ = std::make_shared<const AllreduceTable>(
+      AllreduceTable::deserialize(std::vector<double>(data.begin(), broadcast_part)));
   thresholds_.table = allreduce_table_.get();
+  BroadcastTable received = BroadcastTable::deserialize(std::vector<double>(broadcast_part, data.end()));
+  if (!received.bands.empty()) broadcast_table_ = std::make_shared<const BroadcastTable>(std::move(received));
   if (!everyone_has) {
     std::lock_guard<std::mutex> lock(g_tables_mutex);
-    tables_by_shape()[shape] = allreduce_table_;
+    tables_by_shape()[shape] = {allreduce_table_, broadcast_table_};
   }
   if (!everyone_has && allreduce_table_->calibration_seconds >= 0) {
     MATEX_LOG(LogLevel::kInfo, "allreduce calibrated in " + std::to_string(allreduce_table_->calibration_seconds * 1e3) +
@@ -204,9 +223,17 @@ std::string Communicator::describe_selection() const {
                      std::to_string(thresholds_.single_copy_min) + " B (out of place below " +
                      std::to_string(thresholds_.single_copy_max) + " B)\n";
   }
-  text += std::string("broadcast under auto: ") +
-          (select_broadcast(context_, "auto") == "hier" ? "hier (several nodes, some with several ranks)\n"
-                                                         : "flat\n");
+  const bool hierarchy_helps = broadcast_hierarchy_helps(context_);
+  const std::string& broadcast_choice = choice_[collective_index(MATEX_COLL_BROADCAST)];
+  if (broadcast_choice != "auto") {
+    text += "broadcast: forced to " + broadcast_choice + " (matex_set_algorithm)\n";
+  } else if (broadcast_table_ != nullptr) {
+    text += broadcast_table_->explain();
+  } else {
+    text += std::string("broadcast under auto: ") +
+            (hierarchy_helps ? "hier (several nodes, some with several ranks; no tuning file timed it)\n"
+                             : "flat\n");
+  }
   text += "allgather, reduce_scatter: flat\n";
   return text;
 }

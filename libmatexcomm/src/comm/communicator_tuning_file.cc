@@ -1,5 +1,6 @@
-// communicator_tuning_file.cc - auto's allreduce table from a tuning file
-// (MATEX_CALIBRATE=file; the file: core/tuning_file.h, written by matex-tune).
+// communicator_tuning_file.cc - auto's allreduce table, and its broadcast
+// table where the hierarchy can help, from a tuning file (MATEX_CALIBRATE=file;
+// the file: core/tuning_file.h, written by matex-tune).
 //
 // Rank 0 alone reads the file and checks that it was measured by this
 // library version, on this kind of host, in this layout (tuning_mismatch);
@@ -78,7 +79,20 @@ AllreduceTable Communicator::table_from_tuning(const TuningFile& file) const {
   return AllreduceTable::from_measurements(std::move(measured), -1, file.cores_shared);
 }
 
-bool Communicator::load_tuning_table(AllreduceTable* table, bool optional) {
+BroadcastTable Communicator::broadcast_table_from_tuning(const TuningFile& file) const {
+  const bool hierarchy_helps = broadcast_hierarchy_helps(context_);
+  auto broadcast = file.collectives.find("broadcast");
+  if (!hierarchy_helps || broadcast == file.collectives.end() || broadcast->second.count("flat") == 0) return {};
+  std::vector<BroadcastTable::Timing> timings;
+  for (const TimedSize& flat : broadcast->second.at("flat").measured) {
+    const double hier = time_at(broadcast->second, "hier", flat.bytes);
+    if (hier > 0) timings.push_back({flat.bytes, flat.seconds, hier});
+  }
+  if (timings.empty()) return {};
+  return BroadcastTable::from_timings(std::move(timings));
+}
+
+bool Communicator::load_tuning_table(AllreduceTable* table, BroadcastTable* broadcast, bool optional) {
   int served = 0;
   if (world_.rank() == 0) {
     std::string path = config_.get_string("MATEX_TUNING_FILE");
@@ -95,9 +109,10 @@ bool Communicator::load_tuning_table(AllreduceTable* table, bool optional) {
         const std::string why = tuning_mismatch(file.identity, tuning_identity());
         if (why.empty()) {
           *table = table_from_tuning(file);
+          *broadcast = broadcast_table_from_tuning(file);
           served = 1;
-          MATEX_LOG(LogLevel::kInfo,
-                    "allreduce table from the tuning file " + path + " (measured " + file.created + ")");
+          MATEX_LOG(LogLevel::kInfo, std::string(broadcast->bands.empty() ? "allreduce table" : "allreduce and broadcast tables") +
+                                         " from the tuning file " + path + " (measured " + file.created + ")");
         } else {
           MATEX_LOG(LogLevel::kWarn, mode + "refusing the tuning file " + path + ": " + why + instead);
         }

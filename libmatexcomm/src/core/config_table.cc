@@ -48,7 +48,9 @@ const std::vector<ConfigEntry>& config_table() {
        "a communicator is created, time MPI's allreduce, the small (oneshot / rab) and the rail (rs_ar_ag / "
        "rs_ar_ag_cma) algorithms at five sizes from 64 B to 1 MiB, and have rank 0 broadcast the fastest by "
        "size (5 ms on 2 ranks here; once per layout shape in a process; matex-bench --explain shows it). "
-       "file: rank 0 reads MATEX_TUNING_FILE (written by matex-tune) and broadcasts its table; a file of "
+       "file: rank 0 reads MATEX_TUNING_FILE (written by matex-tune) and broadcasts its table, and where "
+       "several nodes have some with several ranks also a broadcast table (flat or hier by size; without a "
+       "file broadcast runs hier there); a file of "
        "another library version, host kind or layout is refused with a warning naming the mismatch, and init "
        "runs instead. init is opt-in: its few calls time noisily where ranks share cores (docs/algorithms.md)."},
       {"MATEX_TUNING_FILE", ConfigType::kString, "", "", kUnbounded, kUnbounded, kPerRank,
