@@ -32,6 +32,10 @@
 
 namespace {
 
+// The change of latency across the rounds past which matex-tune warns (near and far
+// placements of the cores differed by 2-3x on a 2-core VM here).
+constexpr double kLatencyChangeWarned = 1.5;
+
 using matexcomm::AlgorithmCost;
 using matexcomm::TuningFile;
 
@@ -280,6 +284,17 @@ int main(int argc, char** argv) {
     if (latency_before_us >= 0) {
       std::printf("# latency rank 0 <-> rank 1 (MPI, 8 B, half a round trip) before / after the rounds: %.2f / %.2f us\n",
                   latency_before_us, latency_after_us);
+      // A change this large has meant the cores' placement changed, and the shared-memory
+      // algorithms' times with it by 4-8x (docs/benchmarks.md): the file then mixes two states.
+      const double ratio = std::max(latency_before_us, latency_after_us) /
+                           std::max(std::min(latency_before_us, latency_after_us), 1e-3);
+      if (ratio > kLatencyChangeWarned) {
+        std::fprintf(stderr,
+                     "matex-tune: warning: the latency between ranks 0 and 1 went from %.2f to %.2f us during the "
+                     "rounds: the machine changed state while it was measured (on a shared or virtual machine, "
+                     "the cores' placement; docs/benchmarks.md), and the file may mix both; run matex-tune again\n",
+                     latency_before_us, latency_after_us);
+      }
     }
     for (size_t c = 0; c < cases.size(); ++c) {
       if (!runs[c]) continue;
