@@ -12,7 +12,7 @@
 #include <string>
 #include <utility>
 
-#include "core/byte_units.h"
+#include "core/table_text.h"
 #include "core/error.h"
 
 namespace matexcomm {
@@ -24,13 +24,6 @@ constexpr double kVersion = 3;
 constexpr size_t kHeader = 6;  // version, measurements, bands, calibration seconds, cores shared, past largest
 constexpr size_t kPerMeasurement = 1 + 2 * kAllreduceFamilies;  // bytes, out-of-place and in-place seconds
 constexpr size_t kPerBand = 3;                                  // up to, family, in-place family
-
-std::string microseconds(double seconds) {
-  if (seconds < 0) return "-";
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f us", seconds * 1e6);
-  return text;
-}
 
 }  // namespace
 

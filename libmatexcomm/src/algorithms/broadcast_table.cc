@@ -6,7 +6,7 @@
 #include <limits>
 #include <utility>
 
-#include "core/byte_units.h"
+#include "core/table_text.h"
 #include "core/error.h"
 
 namespace matexcomm {
@@ -21,12 +21,6 @@ constexpr uint64_t kEverything = std::numeric_limits<uint64_t>::max();
 
 bool hier_wins(const BroadcastTable::Timing& t) {
   return t.hier_seconds < t.flat_seconds * (1 - BroadcastTable::kMargin);
-}
-
-std::string microseconds(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f us", seconds * 1e6);
-  return text;
 }
 
 }  // namespace

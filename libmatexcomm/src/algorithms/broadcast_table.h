@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/allreduce_table.h"
+
 namespace matexcomm {
 
 struct BroadcastTable {
@@ -34,7 +36,8 @@ struct BroadcastTable {
     uint64_t up_to_bytes = 0;  // the band covers sizes up to this (the last band: every larger size too)
     bool hierarchical = false;
   };
-  static constexpr double kMargin = 0.03;
+  // hier must beat flat by as much as a family must beat flat in the allreduce table.
+  static constexpr double kMargin = AllreduceTable::kMargin;
   static constexpr size_t kMaxTimings = 48;  // what one broadcast carries
 
   std::vector<Timing> timings;  // by growing size
