@@ -11,6 +11,7 @@
 
 #include "algorithms/buffer_pieces.h"
 #include "algorithms/phase_clock.h"
+#include "core/host_scratch.h"
 #include "matex/topology/layout.h"
 #include "matexcomm/matexcomm.h"
 #include "transport/mpi_reductions.h"
@@ -30,15 +31,14 @@ struct CollectiveContext {
   size_t chunk_bytes = 0;            // identical on every rank; the shm pipeline step
   bool single_copy_ok = false;       // identical on every rank: every node can use cross-memory attach
   size_t single_copy_block_bytes = 0;  // rs_ar_ag_cma's step on a single node (MATEX_CMA_BLOCK_BYTES)
-  std::vector<char>* scratch = nullptr;  // the communicator's reusable scratch memory
+  HostScratch* scratch = nullptr;  // the communicator's reusable scratch memory
   PhaseTimes* phases = nullptr;          // where the time goes, when someone asks (the engine's timeline)
 };
 
 // At least `bytes` of the communicator's scratch memory (kept between calls,
-// so large calls do not pay for fresh pages every time).
+// so large calls do not pay for fresh pages every time; not zeroed).
 inline char* scratch_memory(const CollectiveContext& ctx, size_t bytes) {
-  if (ctx.scratch->size() < bytes) ctx.scratch->resize(bytes);
-  return ctx.scratch->data();
+  return ctx.scratch->reserve(bytes);
 }
 
 struct AllreduceArgs {

@@ -311,16 +311,16 @@ void Communicator::allreduce_pieces(const std::vector<BufferPiece>& pieces, mate
     // Auto wants flat or the small family, which need one buffer: pack, reduce
     // in place (the same choice: placement only moves rail bands), unpack.
     const size_t element = dtype_size(dtype);
-    fused_scratch_.resize(bytes);
+    char* packed = fused_scratch_.reserve(bytes);
     size_t at = 0;
     for (const BufferPiece& piece : pieces) {
-      if (piece.count > 0) std::memcpy(fused_scratch_.data() + at, piece.send, piece.count * element);
+      if (piece.count > 0) std::memcpy(packed + at, piece.send, piece.count * element);
       at += piece.count * element;
     }
-    allreduce(fused_scratch_.data(), fused_scratch_.data(), count, dtype, op, hints);
+    allreduce(packed, packed, count, dtype, op, hints);
     at = 0;
     for (const BufferPiece& piece : pieces) {
-      if (piece.count > 0) std::memcpy(piece.recv, fused_scratch_.data() + at, piece.count * element);
+      if (piece.count > 0) std::memcpy(piece.recv, packed + at, piece.count * element);
       at += piece.count * element;
     }
     return;

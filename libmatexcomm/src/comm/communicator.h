@@ -15,6 +15,7 @@
 #include "comm/p2p_request.h"
 #include "core/backoff.h"
 #include "core/config.h"
+#include "core/host_scratch.h"
 #include "core/mpi_handles.h"
 #include "core/tuning_file.h"
 #include "matex/topology/layout.h"
@@ -184,7 +185,7 @@ class Communicator {
   std::unique_ptr<MpiReductions> reductions_;
   std::unique_ptr<ShmNodeChannel> shm_;
   CollectiveContext context_;
-  std::vector<char> scratch_;
+  HostScratch scratch_;
   AllreduceThresholds thresholds_;
   std::shared_ptr<const AllreduceTable> allreduce_table_;  // thresholds_.table's owner, or null
   std::shared_ptr<const BroadcastTable> broadcast_table_;  // from a tuning file, or null (the fixed rule)
@@ -209,8 +210,8 @@ class Communicator {
   // p2p waits yield early: a peer of a point-to-point message may be any rank
   // of the host, and the tests run more ranks than cores.
   BackoffPace pace_ = BackoffPace::for_shared_cores();
-  std::vector<char> fused_scratch_;  // allreduce_pieces' packed pieces, when the table wants one buffer
-  std::vector<char> premul_scratch_;  // reduce_scatter_premul_sum's scaled copy of the input
+  HostScratch fused_scratch_;  // allreduce_pieces' packed pieces, when the table wants one buffer
+  HostScratch premul_scratch_;  // reduce_scatter_premul_sum's scaled copy of the input
 };
 
 }  // namespace matexcomm

@@ -11,8 +11,8 @@
 //           fits, for allreduce and broadcast (=auto without one keeps the
 //           fixed sizes);
 //        3. otherwise time each family at kSizes, out of place, float32 sums,
-//           each call after a barrier, in rounds over all of them: a warm-up,
-//           then two that count, and two more for the sizes up to 16 KiB,
+//           each call after a barrier, in rounds over all of them: a warm-up
+//           (up to 256 KiB), then two that count, and two more for the sizes up to 16 KiB,
 //           whose calls cost microseconds and whose times preemption on
 //           shared cores moves most (the fastest of a size's rounds counts);
 //        4. rank 0 receives the slowest rank's times (MPI_Reduce, max), draws
@@ -23,9 +23,9 @@
 //           no extrapolation of the cached times foresees. With one rank per
 //           node too (1,1,1,1: MPI's allreduce in pieces, 50-63 ms at 64 MiB
 //           against 92-97 ms for one call).
-// Cost: three calls per family and size (five up to 16 KiB), each after a
-//   barrier: 4-6 ms on 2 ranks of one node here, 13-22 ms (medians 16-17) on 4 ranks in
-//   virtual nodes 2,2 and 3,1 (docs/algorithms.md);
+// Cost: three calls per family and size (two at 1 MiB, five up to 16 KiB),
+//   each after a barrier, timed from a barrier: medians 4.3 ms on 2 ranks of
+//   one node here, 13-15 ms on 4 ranks (one node, 2,2, 3,1; docs/algorithms.md);
 //   then one MPI_Allreduce of an int and one MPI_Bcast of 900 doubles (the
 //   allreduce and broadcast tables' room, 7 KB) for every communicator,
 //   including the further ones of that shape, which time nothing.
@@ -54,6 +54,11 @@ constexpr size_t kSizes[] = {64, 1024, 16 * 1024, 256 * 1024, 1024 * 1024};
 constexpr size_t kMeasurements = sizeof kSizes / sizeof kSizes[0];
 constexpr size_t kSmallFamilyMaxBytes = 16 * 1024;
 constexpr int kTimedRounds = 2;  // after one warm-up round
+// The warm-up round stops here: by then every family has met its first-call
+// costs (MPI's lazy set-up, the first cross-memory attach, the segment's
+// first touch: 2-5 ms at np 4 here). What the largest size adds (its pages
+// past this size) burdens its first timed round, and the faster round counts.
+constexpr size_t kWarmUpMaxBytes = 256 * 1024;
 constexpr int kSmallSizeTimedRounds = 4;  // sizes up to kSmallFamilyMaxBytes
 constexpr int kTimedFamilies = 3;  // flat, small and rail: the first three AllreduceFamily values
 
@@ -101,10 +106,16 @@ double Communicator::time_family(const AllreduceTable& only, size_t bytes, float
 }
 
 AllreduceTable Communicator::measure_allreduce_table() {
+  // The clock starts when every rank is here: the skew with which the ranks
+  // leave the constructor (up to 4 ms at np 4 here) is not the calibration's;
+  // without it, the first collective of any kind would absorb it.
+  check_mpi(MPI_Barrier(world_.get()), "MPI_Barrier before the calibration");
   const double start = MPI_Wtime();
-  std::vector<float> send(kSizes[kMeasurements - 1] / sizeof(float));
-  std::vector<float> recv(send.size());
-  for (size_t i = 0; i < send.size(); ++i) send[i] = static_cast<float>((i + layout_.world_rank) % 8);
+  // The receive buffer is left uninitialized: every call writes it.
+  const size_t largest = kSizes[kMeasurements - 1] / sizeof(float);
+  std::unique_ptr<float[]> send(new float[largest]);
+  std::unique_ptr<float[]> recv(new float[largest]);
+  for (size_t i = 0; i < largest; ++i) send[i] = static_cast<float>((i + layout_.world_rank) % 8);
   // Per size: the three families' seconds (negative: not timed), then the whole cost.
   std::vector<double> mine(kMeasurements * kTimedFamilies + 1, -1);
   const AllreduceTable only[kTimedFamilies] = {one_family(AllreduceFamily::kFlat),
@@ -115,11 +126,12 @@ AllreduceTable Communicator::measure_allreduce_table() {
   // the fastest of the timed calls counts, as preemption only ever adds.
   for (int round = 0; round <= kSmallSizeTimedRounds; ++round) {
     for (size_t i = 0; i < kMeasurements; ++i) {
+      if (round == 0 && kSizes[i] > kWarmUpMaxBytes) continue;
       if (round > kTimedRounds && kSizes[i] > kSmallFamilyMaxBytes) continue;
       for (int f = 0; f < kTimedFamilies; ++f) {
         const AllreduceFamily family = static_cast<AllreduceFamily>(f);
         if (family == AllreduceFamily::kSmall && kSizes[i] > kSmallFamilyMaxBytes) continue;
-        const double seconds = time_family(only[f], kSizes[i], send.data(), recv.data());
+        const double seconds = time_family(only[f], kSizes[i], send.get(), recv.get());
         double& best = mine[i * kTimedFamilies + f];
         if (round > 0) best = best < 0 ? seconds : std::min(best, seconds);
       }

@@ -55,10 +55,10 @@ void Communicator::reduce_scatter_premul_sum(const void* send, void* recv, size_
     reduce_scatter(MATEX_IN_PLACE, recv, recvcount, dtype, MATEX_SUM);
     return;
   }
-  if (premul_scratch_.size() < bytes) premul_scratch_.resize(bytes);
-  if (bytes > 0) std::memcpy(premul_scratch_.data(), send, bytes);
-  scale_elements(dtype, premul_scratch_.data(), total, factor);
-  reduce_scatter(premul_scratch_.data(), recv, recvcount, dtype, MATEX_SUM);
+  char* scaled = premul_scratch_.reserve(bytes);
+  if (bytes > 0) std::memcpy(scaled, send, bytes);
+  scale_elements(dtype, scaled, total, factor);
+  reduce_scatter(scaled, recv, recvcount, dtype, MATEX_SUM);
 }
 
 }  // namespace matexcomm
