@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstring>
+#include <numeric>
+#include <random>
 #include <stdexcept>
 #include <utility>
 
@@ -14,6 +17,21 @@
 namespace matexbench {
 
 namespace {
+
+// The contenders' order in iteration `it`: shuffled afresh each time, the same
+// on every rank (a fixed seed per iteration, and the shuffle written out
+// rather than std::shuffle's unspecified one). A fixed rotation would put
+// each contender after the same one nearly every time, and what a call
+// leaves in the caches changes the next one: rs_ar_ag_cma of 1 MiB out of
+// place took 1.5-1.7x longer after MPI's own allreduce than after rs_ar_ag
+// on 2 ranks here (docs/benchmarks.md).
+std::vector<size_t> contender_order(size_t contenders, int it) {
+  std::vector<size_t> order(contenders);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::mt19937_64 random(0x6d61746578ull + static_cast<uint64_t>(it));
+  for (size_t i = contenders; i > 1; --i) std::swap(order[i - 1], order[random() % i]);
+  return order;
+}
 // The options accept the four collectives matex-bench times; reduce is not one.
 std::logic_error not_timed() { return std::logic_error("matex-bench does not time reduce"); }
 
@@ -99,8 +117,9 @@ Measurement CollectiveRunner::run(const CaseSpec& spec, const ReferencePatterns&
   for (int it = 0; it < total; ++it) {
     const bool timed = it >= warmup_iterations_;
     const bool last = it == total - 1;
+    const std::vector<size_t> order = forced == 0 ? std::vector<size_t>() : contender_order(contenders, it);
     for (size_t turn = 0; turn < contenders; ++turn) {
-      const size_t c = forced == 0 ? turn : (turn + static_cast<size_t>(it)) % contenders;
+      const size_t c = forced == 0 ? turn : order[turn];
       if (!runs_as_itself[c]) continue;
       const bool ours = c < mpi_index;
       if (forced > 0 && ours) set_algorithm(spec.coll, c == 0 ? "auto" : forced_[c - 1]);

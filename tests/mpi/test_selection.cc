@@ -1,7 +1,8 @@
 // test_selection.cc - how auto chooses: the allreduce table measured at
 // creation (MATEX_CALIBRATE=init) is the same on every rank and gives exact
 // results, a second communicator of the same shape reuses it, and
-// MATEX_CALIBRATE=off keeps the fixed sizes.
+// MATEX_CALIBRATE=off keeps the fixed sizes. Rail trials settle on the same
+// algorithm on every rank, whatever each rank's placement.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -156,6 +157,70 @@ TEST(Selection, OffKeepsTheFixedSizes) {
     EXPECT_STREQ(middle, shape.nodes == 1 ? "rs_ar_ag" : "flat");
     EXPECT_STREQ(above_flat, "rs_ar_ag");
     EXPECT_TRUE(std::string(large) == "rs_ar_ag_cma" || std::string(large) == "rs_ar_ag") << large;
+  }
+  EXPECT_EQ(matex_finalize(&comm), MATEX_SUCCESS) << matex_last_error();
+}
+
+// Whether rs_ar_ag_cma runs as itself here (cross-memory attach works on every node).
+bool single_copies_work(matex_comm_t comm) {
+  const char* name = "";
+  EXPECT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "rs_ar_ag_cma"), MATEX_SUCCESS) << matex_last_error();
+  matex_auto_algorithm(comm, MATEX_COLL_ALLREDUCE, 1 << 20, &name);
+  EXPECT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "auto"), MATEX_SUCCESS) << matex_last_error();
+  return std::string(name) == "rs_ar_ag_cma";
+}
+
+// The fixed sizes, with rail trials: the first four calls of a size group
+// alternate rs_ar_ag and rs_ar_ag_cma, then one of them runs on every rank,
+// also where ranks differ in placement, and every result is exact.
+TEST(Selection, RailTrialsSettleAlikeOnEveryRank) {
+  ScopedEnv no_file("MATEX_TUNING_FILE", "/nonexistent/matex-tuning.json");  // auto: the fixed sizes
+  matex_comm_t comm = nullptr;
+  ASSERT_EQ(matex_init_mpi(MPI_COMM_WORLD, &comm), MATEX_SUCCESS) << matex_last_error();
+  const Shape shape = shape_of(comm);
+  const bool trials = shape.shared_memory && !shape.one_per_node() && single_copies_work(comm);
+  const size_t count = 262147;  // a prime: 1 MiB and 12 B, rail sizes on every layout
+  std::vector<std::string> ran;
+  long long errors = 0;
+  const int trial_calls = 4;  // two of each (algorithms/rail_trials.h)
+  for (int call = 0; call < trial_calls + 3; ++call) {
+    std::vector<float> send(count), recv(count, -1.0f);
+    for (size_t i = 0; i < count; ++i) send[i] = static_cast<float>((i + world_rank() + call) % 8);
+    // The last call: in place on even ranks only.
+    const bool in_place = call == trial_calls + 2 && world_rank() % 2 == 0;
+    if (in_place) recv = send;
+    ASSERT_EQ(matex_allreduce(comm, in_place ? MATEX_IN_PLACE : send.data(), recv.data(), count, MATEX_FLOAT32,
+                              MATEX_SUM),
+              MATEX_SUCCESS)
+        << matex_last_error();
+    for (size_t i = 0; i < count; ++i) {
+      float expected = 0;
+      for (int r = 0; r < world_size(); ++r) expected += static_cast<float>((i + r + call) % 8);
+      errors += recv[i] != expected;
+    }
+    const char* name = "";
+    matex_last_algorithm(comm, MATEX_COLL_ALLREDUCE, &name);
+    ran.push_back(name);
+  }
+  agree_no_errors(errors, "allreduce during and after rail trials");
+  std::string sequence;
+  for (const std::string& name : ran) sequence += name + ";";
+  EXPECT_TRUE(same_on_every_rank(sequence)) << sequence;
+  const std::string text = selection_of(comm);
+  if (trials) {
+    for (int call = 0; call < trial_calls; ++call) {
+      EXPECT_EQ(ran[call], call % 2 == 0 ? "rs_ar_ag" : "rs_ar_ag_cma") << "trial call " << call;
+    }
+    const char* settled = "";
+    matex_auto_algorithm(comm, MATEX_COLL_ALLREDUCE, count * sizeof(float), &settled);
+    EXPECT_EQ(ran[trial_calls], settled);
+    EXPECT_EQ(ran[trial_calls + 1], settled);
+    EXPECT_EQ(ran[trial_calls + 2], settled) << "placement changed the choice";
+    EXPECT_NE(text.find("settled so far"), std::string::npos) << text;
+    EXPECT_TRUE(same_on_every_rank(text)) << text;
+  } else {
+    for (const std::string& name : ran) EXPECT_EQ(name, ran[0]) << sequence;
+    EXPECT_EQ(text.find("settled so far"), std::string::npos) << text;
   }
   EXPECT_EQ(matex_finalize(&comm), MATEX_SUCCESS) << matex_last_error();
 }

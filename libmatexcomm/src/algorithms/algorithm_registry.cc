@@ -1,6 +1,8 @@
 // algorithm_registry.cc - names of the algorithms and the size-based choice.
 #include "algorithms/algorithms.h"
 
+#include <optional>
+
 namespace matexcomm {
 
 const std::vector<AllreduceAlgorithm>& allreduce_registry() {
@@ -97,23 +99,32 @@ int select_allreduce(const CollectiveContext& ctx, const std::string& choice, si
     return chosen;
   }
   if (!auto_has_allreduce_choice(ctx)) return flat;
-  const int small = ctx.layout->node_count == 1 ? k.oneshot : k.rab;
-  if (sizes.table != nullptr) {
-    switch (sizes.table->family_for(bytes, in_place)) {
-      case AllreduceFamily::kFlat: return flat;
-      case AllreduceFamily::kSmall: return small;
-      case AllreduceFamily::kRail: return rail_algorithm(ctx, bytes, in_place, sizes);
-      case AllreduceFamily::kCopies: return k.rs_ar_ag;
-      case AllreduceFamily::kSingleCopy: return ctx.single_copy_ok ? k.single_copy : k.rs_ar_ag;
-    }
+  const AllreduceFamily family = auto_allreduce_family(ctx, bytes, in_place, sizes);
+  if (is_rail_family(family) && ctx.single_copy_ok && sizes.trials != nullptr && bytes > 0) {
+    if (std::optional<RailPick> settled = sizes.trials->decided(bytes))
+      return *settled == RailPick::kSingleCopy ? k.single_copy : k.rs_ar_ag;
   }
-  if (ctx.layout->node_count == ctx.layout->world_size) return flat;  // the fixed sizes: flat with one rank per node
+  switch (family) {
+    case AllreduceFamily::kFlat: return flat;
+    case AllreduceFamily::kSmall: return ctx.layout->node_count == 1 ? k.oneshot : k.rab;
+    case AllreduceFamily::kRail: return rail_algorithm(ctx, bytes, in_place, sizes);
+    case AllreduceFamily::kCopies: return k.rs_ar_ag;
+    case AllreduceFamily::kSingleCopy: return ctx.single_copy_ok ? k.single_copy : k.rs_ar_ag;
+  }
+  return flat;
+}
+
+AllreduceFamily auto_allreduce_family(const CollectiveContext& ctx, size_t bytes, bool in_place,
+                                      const AllreduceThresholds& sizes) {
+  if (sizes.table != nullptr) return sizes.table->family_for(bytes, in_place);
+  // The fixed sizes: flat with one rank per node.
+  if (ctx.layout->node_count == ctx.layout->world_size) return AllreduceFamily::kFlat;
   // Several nodes, small calls: flat, which carries its data in the call
   // check (or is MPI's own call without it); rab's two shared-memory
   // hand-overs cost more than its shorter crossing saves (docs/algorithms.md).
-  if (ctx.layout->node_count > 1 && bytes <= sizes.flat_max_across_nodes) return flat;
-  if (bytes <= sizes.rab_max) return small;
-  return rail_algorithm(ctx, bytes, in_place, sizes);
+  if (ctx.layout->node_count > 1 && bytes <= sizes.flat_max_across_nodes) return AllreduceFamily::kFlat;
+  if (bytes <= sizes.rab_max) return AllreduceFamily::kSmall;
+  return AllreduceFamily::kRail;
 }
 
 bool broadcast_hierarchy_helps(const CollectiveContext& ctx) {

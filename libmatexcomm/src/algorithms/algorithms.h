@@ -2,9 +2,9 @@
 // that names them and picks one per call.
 //
 // Selection is a pure function of (message size, layout, configuration, the
-// allreduce table rank 0 broadcast at creation), all of which are identical
-// on every rank, so every rank picks the same algorithm without talking to
-// the others.
+// allreduce table rank 0 broadcast at creation, the rail trials' settled
+// choices), all of which are identical on every rank, so every rank picks the
+// same algorithm without talking to the others.
 #pragma once
 
 #include <string>
@@ -13,6 +13,7 @@
 #include "algorithms/allreduce_table.h"
 #include "algorithms/broadcast_table.h"
 #include "algorithms/collective_context.h"
+#include "algorithms/rail_trials.h"
 
 namespace matexcomm {
 
@@ -96,19 +97,25 @@ std::vector<std::string> algorithm_names(matex_collective_t coll);
 // fixed sizes below do: flat with one rank per node, and on several nodes up
 // to flat_max_across_nodes; then up to rab_max the small family (oneshot on
 // one node, rab on several); then the rail family, within which the CMA
-// sizes decide.
+// sizes decide. Wherever auto runs a rail algorithm (rs_ar_ag or
+// rs_ar_ag_cma, by table or by size), the rail trials' settled choice for the
+// size wins (rail_trials.h).
 struct AllreduceThresholds {
   size_t rab_max = 0;          // MATEX_RAB_MAX_BYTES
   size_t flat_max_across_nodes = 0;  // flat up to here on several nodes (kCarriedMaxBytes)
   size_t single_copy_min = 0;  // MATEX_CMA_MIN_BYTES
   size_t single_copy_max = 0;  // MATEX_CMA_MAX_BYTES
   const AllreduceTable* table = nullptr;  // the same on every rank, or null everywhere
+  const RailTrials* trials = nullptr;     // non-null on every rank or on none
 };
 // False where auto has nothing to choose and runs flat: a single rank, or no
 // shared memory. With one rank per node only a measured table chooses (the
 // rail family then cuts MPI's allreduce into MATEX_SHM_CHUNK_BYTES pieces,
 // which can be faster); the fixed sizes run flat there.
 bool auto_has_allreduce_choice(const CollectiveContext& ctx);
+// The family auto runs at `bytes` (auto_has_allreduce_choice must hold).
+AllreduceFamily auto_allreduce_family(const CollectiveContext& ctx, size_t bytes, bool in_place,
+                                      const AllreduceThresholds& sizes);
 // in_place: sendbuf == recvbuf on this rank. Ranks of one node must agree on
 // it for messages of MATEX_CMA_MAX_BYTES and more (else MATEX_ERR_MISMATCH).
 int select_allreduce(const CollectiveContext& ctx, const std::string& choice, size_t bytes, bool in_place,

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <climits>
 #include <cstring>
 #include <vector>
@@ -73,6 +74,11 @@ Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited) {
   p2p_ = UniqueComm::duplicate(world_.get());
   creation_ = UniqueComm::duplicate(world_.get());
   calibrate_selection();
+  if (config_.get_bool("MATEX_RAIL_TRIALS") && config_.get_string("MATEX_CALIBRATE") != "off" &&
+      context_.single_copy_ok && auto_has_allreduce_choice(context_)) {
+    rail_trials_ = std::make_unique<RailTrials>();
+    thresholds_.trials = rail_trials_.get();
+  }
 }
 
 Communicator::~Communicator() = default;
@@ -257,11 +263,15 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   if (hints.cold_output && choice_[MATEX_COLL_ALLREDUCE] == "auto" && allreduce_registry()[chosen].single_copy) {
     chosen = find_allreduce("rs_ar_ag");
   }
+  const bool rail_trial = takes_rail_trial(bytes, hints);
+  const RailPick trial_pick = rail_trial ? rail_trials_->pick(bytes) : RailPick::kCopies;
+  if (rail_trial) chosen = find_allreduce(rail_pick_name(trial_pick));
   const bool cold = hints.cold_output && send != recv;
   const AllreduceAlgorithm& algorithm = allreduce_registry()[chosen];
   last_[MATEX_COLL_ALLREDUCE] = algorithm.name;
   const bool compared_inside_node = shm_ != nullptr && algorithm.hierarchical;
   const CallSignature call = reduction_call(CallKind::kAllreduce, count, dtype, op);
+  const double started = rail_trial ? MPI_Wtime() : 0;
   // A small flat allreduce that gets the call check rides along with it: one
   // exchange instead of the check and then MPI's own call (call_agreement.h).
   const bool carried = algorithm.run == allreduce_flat && bytes <= kCarriedMaxBytes &&
@@ -280,6 +290,24 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
     AllreduceArgs args{send, recv, count, dtype, op, chosen, sequence_, streaming};
     algorithm.run(context_, args);
   }, compared_inside_node, carried);
+  if (rail_trial) record_rail_trial(bytes, trial_pick, MPI_Wtime() - started);
+}
+
+bool Communicator::takes_rail_trial(size_t bytes, const AllreduceHints& hints) const {
+  // The cold-output hint already picks rs_ar_ag; the family is asked for both
+  // placements, since ranks may differ in theirs.
+  return rail_trials_ != nullptr && bytes > 0 && !hints.cold_output && choice_[MATEX_COLL_ALLREDUCE] == "auto" &&
+         is_rail_family(auto_allreduce_family(context_, bytes, false, thresholds_)) &&
+         is_rail_family(auto_allreduce_family(context_, bytes, true, thresholds_));
+}
+
+void Communicator::record_rail_trial(size_t bytes, RailPick ran, double seconds) {
+  if (!rail_trials_->record(bytes, ran, seconds)) return;
+  const std::array<double, 2> mine = rail_trials_->trial_figures(bytes);
+  std::array<double, 2> slowest{};
+  check_mpi(MPI_Allreduce(mine.data(), slowest.data(), 2, MPI_DOUBLE, MPI_MAX, world_.get()),
+            "MPI_Allreduce of the rail trials");
+  rail_trials_->settle(bytes, slowest);
 }
 
 bool Communicator::fuses_without_copies() const {

@@ -235,6 +235,19 @@ std::string Communicator::describe_selection() const {
                      std::to_string(thresholds_.single_copy_min) + " B (out of place below " +
                      std::to_string(thresholds_.single_copy_max) + " B)\n";
   }
+  // Whether auto runs a rail algorithm anywhere.
+  bool rail_runs = layout_.node_count < layout_.world_size;
+  if (thresholds_.table != nullptr) {
+    rail_runs = false;
+    for (const AllreduceTable::Band& band : thresholds_.table->bands) rail_runs |= is_rail_family(band.family);
+  }
+  if (choice == "auto" && rail_trials_ != nullptr && rail_runs) {
+    text += "  where a rail algorithm runs, rs_ar_ag or rs_ar_ag_cma is whichever ran faster in trials on the first " +
+            std::to_string(2 * RailTrials::kTrialsEach) + " calls of each size (power of two), timed again every " +
+            std::to_string(RailTrials::kCallsPerCycle) + " calls (MATEX_RAIL_TRIALS)";
+    const std::string settled = rail_trials_->explain();
+    text += settled.empty() ? "; none settled yet\n" : "; settled so far (the slowest rank's fastest call):\n" + settled;
+  }
   const bool hierarchy_helps = broadcast_hierarchy_helps(context_);
   const std::string& broadcast_choice = choice_[collective_index(MATEX_COLL_BROADCAST)];
   if (broadcast_choice != "auto") {

@@ -42,9 +42,10 @@ const std::vector<ConfigEntry>& config_table() {
        kSameOnAllRanks, "Allreduce algorithm: auto selects by message size (MATEX_CALIBRATE)."},
       {"MATEX_CALIBRATE", ConfigType::kChoice, "auto", "auto|off|init|file", kUnbounded, kUnbounded,
        kSameOnAllRanks,
-       "How auto picks an allreduce. auto: file where a tuning file exists, else off (a file that does not fit "
-       "is refused with a warning, and off applies). off: the fixed sizes of MATEX_RAB_MAX_BYTES and "
-       "MATEX_CMA_*. init: when "
+       "How auto picks an allreduce. auto: file where a tuning file exists, else the fixed sizes (a file "
+       "that does not fit is refused with a warning, and the fixed sizes apply); in both, rail trials "
+       "(MATEX_RAIL_TRIALS). off: the fixed sizes of MATEX_RAB_MAX_BYTES and MATEX_CMA_*, without rail "
+       "trials. init: when "
        "a communicator is created, time MPI's allreduce, the small (oneshot / rab) and the rail (rs_ar_ag / "
        "rs_ar_ag_cma) algorithms at five sizes from 64 B to 1 MiB, and have rank 0 broadcast the fastest by "
        "size (5 ms on 2 ranks here; once per layout shape in a process; matex-bench --explain shows it). "
@@ -68,6 +69,12 @@ const std::vector<ConfigEntry>& config_table() {
        "From this size on auto goes back to rs_ar_ag for out-of-place calls, whose streaming stores win "
        "once the data no longer fits in the caches; in-place calls keep rs_ar_ag_cma. The ranks of a node "
        "must then agree on in-place."},
+      {"MATEX_RAIL_TRIALS", ConfigType::kBool, "1", "", kUnbounded, kUnbounded, kSameOnAllRanks,
+       "Where auto runs a rail algorithm (rs_ar_ag or rs_ar_ag_cma, chosen by a table or by the fixed "
+       "sizes), time the two against each other on the first 4 calls of each size (power of two), agree "
+       "across ranks on the faster and run it, timing again every 512 calls of that size: which one wins "
+       "depends on where the node's cores sit, which can change from run to run. 0, or "
+       "MATEX_CALIBRATE=off: the table or the CMA sizes decide. Not for the engine's fused calls."},
       {"MATEX_SHM_CHUNK_BYTES", ConfigType::kBytes, "1M", "", 64, kGiB / 4, kSameOnAllRanks,
        "Bytes per pipeline step of the shared-memory transport and of the rails (rounded up to 64 B). "
        "Each step costs three flag waits between cores; 1M keeps a step's slots in L2 and its waits "
