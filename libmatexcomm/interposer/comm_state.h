@@ -36,9 +36,10 @@ struct CommState {
   int size = 0;
   bool inter = false;
   InterGroups groups;         // inter only; local == MPI_COMM_NULL when it could not be built
-  // Under auto, the last answer of matex_auto_algorithm per collective (a pure
-  // function of the size on a given communicator), so that a loop of equal
-  // calls asks once.
+  // Under auto, the last answer of matex_auto_algorithm per collective, so
+  // that a loop of equal calls asks once. Only "MPI or not" is kept, which
+  // depends on the size alone on a given communicator (rail trials only swap
+  // one rail algorithm for the other).
   struct AutoAnswer {
     size_t bytes = SIZE_MAX;
     bool runs_mpi = false;

@@ -171,57 +171,61 @@ bool single_copies_work(matex_comm_t comm) {
 }
 
 // The fixed sizes, with rail trials: the first four calls of a size group
-// alternate rs_ar_ag and rs_ar_ag_cma, then one of them runs on every rank,
-// also where ranks differ in placement, and every result is exact.
+// alternate rs_ar_ag and rs_ar_ag_cma, then one of them runs on every rank.
+// MATEX_CMA_MAX_BYTES is set below the larger size, where the size rule
+// alone would run rs_ar_ag out of place and rs_ar_ag_cma in place: ranks of
+// a node that differ in placement (odd calls: in place on even ranks) would
+// then run different algorithms and fail with MATEX_ERR_MISMATCH. Below
+// MATEX_CMA_MIN_BYTES nothing is tried. Every sum is exact.
 TEST(Selection, RailTrialsSettleAlikeOnEveryRank) {
   ScopedEnv no_file("MATEX_TUNING_FILE", "/nonexistent/matex-tuning.json");  // auto: the fixed sizes
+  ScopedEnv placement_splits("MATEX_CMA_MAX_BYTES", "512K");
   matex_comm_t comm = nullptr;
   ASSERT_EQ(matex_init_mpi(MPI_COMM_WORLD, &comm), MATEX_SUCCESS) << matex_last_error();
   const Shape shape = shape_of(comm);
   const bool trials = shape.shared_memory && !shape.one_per_node() && single_copies_work(comm);
-  const size_t count = 262147;  // a prime: 1 MiB and 12 B, rail sizes on every layout
-  std::vector<std::string> ran;
-  long long errors = 0;
   const int trial_calls = 4;  // two of each (algorithms/rail_trials.h)
-  for (int call = 0; call < trial_calls + 3; ++call) {
-    std::vector<float> send(count), recv(count, -1.0f);
-    for (size_t i = 0; i < count; ++i) send[i] = static_cast<float>((i + world_rank() + call) % 8);
-    // The last call: in place on even ranks only.
-    const bool in_place = call == trial_calls + 2 && world_rank() % 2 == 0;
-    if (in_place) recv = send;
-    ASSERT_EQ(matex_allreduce(comm, in_place ? MATEX_IN_PLACE : send.data(), recv.data(), count, MATEX_FLOAT32,
-                              MATEX_SUM),
-              MATEX_SUCCESS)
-        << matex_last_error();
-    for (size_t i = 0; i < count; ++i) {
-      float expected = 0;
-      for (int r = 0; r < world_size(); ++r) expected += static_cast<float>((i + r + call) % 8);
-      errors += recv[i] != expected;
+  // 1 MiB and 12 B, 256 KiB and 4 B (two groups, both tried), 16 KiB and 12 B (below 64 KiB).
+  for (size_t count : {size_t{262147}, size_t{65537}, size_t{4099}}) {
+    const bool tried = trials && count * sizeof(float) >= 64 * 1024;
+    std::vector<std::string> ran;
+    long long errors = 0;
+    for (int call = 0; call < trial_calls + 3; ++call) {
+      std::vector<float> send(count), recv(count, -1.0f);
+      for (size_t i = 0; i < count; ++i) send[i] = static_cast<float>((i + world_rank() + call) % 8);
+      const bool in_place = call % 2 == 1 && world_rank() % 2 == 0;
+      if (in_place) recv = send;
+      ASSERT_EQ(matex_allreduce(comm, in_place ? MATEX_IN_PLACE : send.data(), recv.data(), count, MATEX_FLOAT32,
+                                MATEX_SUM),
+                MATEX_SUCCESS)
+          << "count " << count << ", call " << call << ": " << matex_last_error();
+      for (size_t i = 0; i < count; ++i) {
+        float expected = 0;
+        for (int r = 0; r < world_size(); ++r) expected += static_cast<float>((i + r + call) % 8);
+        errors += recv[i] != expected;
+      }
+      const char* name = "";
+      matex_last_algorithm(comm, MATEX_COLL_ALLREDUCE, &name);
+      ran.push_back(name);
     }
-    const char* name = "";
-    matex_last_algorithm(comm, MATEX_COLL_ALLREDUCE, &name);
-    ran.push_back(name);
+    agree_no_errors(errors, "allreduce during and after rail trials, count " + std::to_string(count));
+    std::string sequence;
+    for (const std::string& name : ran) sequence += name + ";";
+    EXPECT_TRUE(same_on_every_rank(sequence)) << sequence;
+    if (tried) {
+      for (int call = 0; call < trial_calls; ++call) {
+        EXPECT_EQ(ran[call], call % 2 == 0 ? "rs_ar_ag" : "rs_ar_ag_cma") << "count " << count << ", trial " << call;
+      }
+      const char* settled = "";
+      matex_auto_algorithm(comm, MATEX_COLL_ALLREDUCE, count * sizeof(float), &settled);
+      for (int call = trial_calls; call < trial_calls + 3; ++call) EXPECT_EQ(ran[call], settled) << sequence;
+    } else {
+      for (const std::string& name : ran) EXPECT_EQ(name, ran[0]) << "count " << count << ": " << sequence;
+    }
   }
-  agree_no_errors(errors, "allreduce during and after rail trials");
-  std::string sequence;
-  for (const std::string& name : ran) sequence += name + ";";
-  EXPECT_TRUE(same_on_every_rank(sequence)) << sequence;
   const std::string text = selection_of(comm);
-  if (trials) {
-    for (int call = 0; call < trial_calls; ++call) {
-      EXPECT_EQ(ran[call], call % 2 == 0 ? "rs_ar_ag" : "rs_ar_ag_cma") << "trial call " << call;
-    }
-    const char* settled = "";
-    matex_auto_algorithm(comm, MATEX_COLL_ALLREDUCE, count * sizeof(float), &settled);
-    EXPECT_EQ(ran[trial_calls], settled);
-    EXPECT_EQ(ran[trial_calls + 1], settled);
-    EXPECT_EQ(ran[trial_calls + 2], settled) << "placement changed the choice";
-    EXPECT_NE(text.find("settled so far"), std::string::npos) << text;
-    EXPECT_TRUE(same_on_every_rank(text)) << text;
-  } else {
-    for (const std::string& name : ran) EXPECT_EQ(name, ran[0]) << sequence;
-    EXPECT_EQ(text.find("settled so far"), std::string::npos) << text;
-  }
+  EXPECT_TRUE(same_on_every_rank(text)) << text;
+  EXPECT_EQ(text.find("settled so far") != std::string::npos, trials) << text;
   EXPECT_EQ(matex_finalize(&comm), MATEX_SUCCESS) << matex_last_error();
 }
 

@@ -12,9 +12,18 @@ const char* rail_pick_name(RailPick pick) { return pick == RailPick::kCopies ? "
 
 int RailTrials::group_of(size_t bytes) {
   MATEX_REQUIRE(bytes > 0, MATEX_ERR_INTERNAL, "rail trials need a non-empty call");
-  int group = 0;
-  while (bytes >>= 1) ++group;
-  return group;
+  if (bytes < 4) return static_cast<int>(bytes) - 1;  // groups 0-2: 1, 2 and 3 B
+  int power = 0;
+  for (size_t rest = bytes; rest >>= 1;) ++power;
+  const int quarter = static_cast<int>((bytes >> (power - 2)) & 3);
+  return 4 * power + quarter - 5;  // 4 B is group 3, right after 3 B
+}
+
+size_t RailTrials::group_start(int group) {
+  if (group < 3) return static_cast<size_t>(group) + 1;
+  const int power = (group + 5) / 4;
+  const int quarter = (group + 5) % 4;
+  return static_cast<size_t>(4 + quarter) << (power - 2);
 }
 
 namespace {
@@ -49,13 +58,14 @@ std::array<double, 2> RailTrials::trial_figures(size_t bytes) const {
   return found == groups_.end() ? std::array<double, 2>{-1, -1} : found->second.fastest;
 }
 
-void RailTrials::settle(size_t bytes, const std::array<double, 2>& slowest_rank_figures) {
+void RailTrials::settle(size_t bytes, const std::array<double, 2>& slowest_rank_figures, RailPick by_rule) {
   Group& group = groups_[group_of(bytes)];
   group.agreed = slowest_rank_figures;
-  // The figures are the same on every rank, so is this comparison.
-  const bool single_copy_faster = slowest_rank_figures[1] >= 0 && slowest_rank_figures[0] >= 0 &&
-                                  slowest_rank_figures[1] < slowest_rank_figures[0];
-  group.choice = single_copy_faster ? RailPick::kSingleCopy : RailPick::kCopies;
+  // The figures and the rule's pick are the same on every rank, so is this comparison.
+  const double kept = slowest_rank_figures[static_cast<int>(by_rule)];
+  const RailPick other = by_rule == RailPick::kCopies ? RailPick::kSingleCopy : RailPick::kCopies;
+  const double challenger = slowest_rank_figures[static_cast<int>(other)];
+  group.choice = kept > 0 && challenger > 0 && challenger < kept * (1 - kMargin) ? other : by_rule;
   group.fastest = {-1, -1};
 }
 
@@ -69,10 +79,11 @@ std::string RailTrials::explain() const {
   char line[160];
   for (const auto& [group, state] : groups_) {
     if (!state.choice) continue;
-    const double low = static_cast<double>(uint64_t{1} << group);
+    const double low = static_cast<double>(group_start(group));
+    const double high = static_cast<double>(group_start(group + 1));
     // Per-byte figures shown as the time of a call at the group's lower size.
     std::snprintf(line, sizeof line, "    [%s, %s): %s (rs_ar_ag %s, rs_ar_ag_cma %s at %s; %llu calls)\n",
-                  with_unit(low).c_str(), with_unit(2 * low).c_str(), rail_pick_name(*state.choice),
+                  with_unit(low).c_str(), with_unit(high).c_str(), rail_pick_name(*state.choice),
                   microseconds(state.agreed[0] * low).c_str(), microseconds(state.agreed[1] * low).c_str(),
                   with_unit(low).c_str(), static_cast<unsigned long long>(state.calls));
     text += line;

@@ -8,11 +8,13 @@
 // 0.2 us) rs_ar_ag beat rs_ar_ag_cma by 1.6x at 8 MiB and 1.5-2x at 64 MiB;
 // placed apart (0.45 us) it lost by 1.4-2.5x at every size
 // (docs/algorithms.md, "Rail trials").
-// How: calls are grouped by size (powers of two). Each group's first
-//   2 * kTrialsEach calls alternate rs_ar_ag and rs_ar_ag_cma, and each rank
-//   keeps each one's fastest seconds per byte. After the last trial the
-//   caller agrees on the slowest rank's figures (one MPI_Allreduce, max), and
-//   settle() makes the faster one the group's choice, the same on every rank.
+// How: calls are grouped by size, four groups per power of two (sizes in a
+//   group differ by less than 25 %, so per-byte figures compare fairly).
+//   Each group's first 2 * kTrialsEach calls alternate rs_ar_ag and
+//   rs_ar_ag_cma, and each rank keeps each one's fastest seconds per byte.
+//   After the last trial the caller agrees on the slowest rank's figures (one
+//   MPI_Allreduce, max), and settle() keeps the size rule's pick unless the
+//   other is kMargin faster: the group's choice, the same on every rank.
 //   The trials repeat every kCallsPerCycle calls of a group, since the
 //   placement can change while a job runs.
 // Cost: per group and cycle, kTrialsEach calls of the slower algorithm and
@@ -38,6 +40,7 @@ class RailTrials {
  public:
   static constexpr int kTrialsEach = 2;  // within matex-bench's 5 warm-up calls
   static constexpr uint64_t kCallsPerCycle = 512;
+  static constexpr double kMargin = 0.03;  // as the allreduce table's
 
   // What the next call of `bytes` (> 0) runs.
   RailPick pick(size_t bytes) const;
@@ -46,8 +49,9 @@ class RailTrials {
   bool record(size_t bytes, RailPick ran, double seconds);
   // This rank's fastest seconds per byte in the trials just run: [kCopies], [kSingleCopy].
   std::array<double, 2> trial_figures(size_t bytes) const;
-  // Makes the faster of the agreed figures the group's choice.
-  void settle(size_t bytes, const std::array<double, 2>& slowest_rank_figures);
+  // Makes `by_rule` the group's choice unless the agreed figures show the
+  // other kMargin faster. `by_rule` must be the same on every rank.
+  void settle(size_t bytes, const std::array<double, 2>& slowest_rank_figures, RailPick by_rule);
   // The settled choice for `bytes`, if its group has one.
   std::optional<RailPick> decided(size_t bytes) const;
   // Lines for --explain: each group's figures and choice.
@@ -61,7 +65,8 @@ class RailTrials {
     std::optional<RailPick> choice;
   };
   static int group_of(size_t bytes);
-  std::map<int, Group> groups_;  // by floor(log2(bytes))
+  static size_t group_start(int group);  // the smallest size in a group
+  std::map<int, Group> groups_;  // 4 per power of two: floor(log2(bytes)) and the next two bits
 };
 
 const char* rail_pick_name(RailPick pick);

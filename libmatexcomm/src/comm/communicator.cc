@@ -74,10 +74,12 @@ Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited) {
   p2p_ = UniqueComm::duplicate(world_.get());
   creation_ = UniqueComm::duplicate(world_.get());
   calibrate_selection();
+  // With one rank per node both rail algorithms make the same MPI calls: nothing to try.
   if (config_.get_bool("MATEX_RAIL_TRIALS") && config_.get_string("MATEX_CALIBRATE") != "off" &&
-      context_.single_copy_ok && auto_has_allreduce_choice(context_)) {
+      context_.single_copy_ok && auto_has_allreduce_choice(context_) && layout_.node_count < layout_.world_size) {
     rail_trials_ = std::make_unique<RailTrials>();
     thresholds_.trials = rail_trials_.get();
+    trials_ = UniqueComm::duplicate(world_.get());
   }
 }
 
@@ -295,8 +297,10 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
 
 bool Communicator::takes_rail_trial(size_t bytes, const AllreduceHints& hints) const {
   // The cold-output hint already picks rs_ar_ag; the family is asked for both
-  // placements, since ranks may differ in theirs.
-  return rail_trials_ != nullptr && bytes > 0 && !hints.cold_output && choice_[MATEX_COLL_ALLREDUCE] == "auto" &&
+  // placements, since ranks may differ in theirs. Below MATEX_CMA_MIN_BYTES
+  // single copies' system calls cost more than they save.
+  return rail_trials_ != nullptr && bytes > 0 && bytes >= thresholds_.single_copy_min && !hints.cold_output &&
+         choice_[MATEX_COLL_ALLREDUCE] == "auto" &&
          is_rail_family(auto_allreduce_family(context_, bytes, false, thresholds_)) &&
          is_rail_family(auto_allreduce_family(context_, bytes, true, thresholds_));
 }
@@ -305,9 +309,31 @@ void Communicator::record_rail_trial(size_t bytes, RailPick ran, double seconds)
   if (!rail_trials_->record(bytes, ran, seconds)) return;
   const std::array<double, 2> mine = rail_trials_->trial_figures(bytes);
   std::array<double, 2> slowest{};
-  check_mpi(MPI_Allreduce(mine.data(), slowest.data(), 2, MPI_DOUBLE, MPI_MAX, world_.get()),
-            "MPI_Allreduce of the rail trials");
-  rail_trials_->settle(bytes, slowest);
+  // On the trials' own duplicate, so that it can never meet another
+  // collective; waited for with backoff, warning once as the call check does
+  // (a rank whose call failed never arrives).
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallreduce(mine.data(), slowest.data(), 2, MPI_DOUBLE, MPI_MAX, trials_.get(), &request),
+            "MPI_Iallreduce of the rail trials");
+  Backoff backoff(1e9, check_pace_);
+  bool warned = false;
+  for (int done = 0;;) {
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test of the rail trials");
+    if (done) break;
+    backoff.pause();
+    if (!warned && backoff.elapsed_seconds() > stall_warning_seconds_) {
+      warned = true;
+      MATEX_LOG(LogLevel::kWarn, "still waiting after " + std::to_string(backoff.elapsed_seconds()) +
+                                     " s for every rank to agree on the rail trials of collective call #" +
+                                     std::to_string(sequence_) + "; did a rank's allreduce fail?");
+    }
+  }
+  // The size rule's or table's own pick, out of place (the same on every rank), keeps ties.
+  AllreduceThresholds without_trials = thresholds_;
+  without_trials.trials = nullptr;
+  const bool rule_single_copy =
+      allreduce_registry()[select_allreduce(context_, "auto", bytes, false, without_trials)].single_copy;
+  rail_trials_->settle(bytes, slowest, rule_single_copy ? RailPick::kSingleCopy : RailPick::kCopies);
 }
 
 bool Communicator::fuses_without_copies() const {

@@ -198,6 +198,7 @@ class Communicator {
   // Times rs_ar_ag against rs_ar_ag_cma where auto runs the rail family
   // (MATEX_RAIL_TRIALS, not under MATEX_CALIBRATE=off); thresholds_.trials points here.
   std::unique_ptr<RailTrials> rail_trials_;
+  UniqueComm trials_;  // the rail trials' agreement, alone on it (null without trials)
   bool cores_shared_anywhere_ = false;  // some host has more ranks than cores (the same on every rank)
   size_t streaming_min_bytes_ = 0;
   std::string choice_[4];
