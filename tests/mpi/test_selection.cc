@@ -175,8 +175,8 @@ bool single_copies_work(matex_comm_t comm) {
 // MATEX_CMA_MAX_BYTES is set below the larger size, where the size rule
 // alone would run rs_ar_ag out of place and rs_ar_ag_cma in place: ranks of
 // a node that differ in placement (odd calls: in place on even ranks) would
-// then run different algorithms and fail with MATEX_ERR_MISMATCH. Below
-// MATEX_CMA_MIN_BYTES nothing is tried. Every sum is exact.
+// then run different algorithms and fail with MATEX_ERR_MISMATCH. Sizes where
+// auto runs flat or the small family are not tried. Every sum is exact.
 TEST(Selection, RailTrialsSettleAlikeOnEveryRank) {
   ScopedEnv no_file("MATEX_TUNING_FILE", "/nonexistent/matex-tuning.json");  // auto: the fixed sizes
   ScopedEnv placement_splits("MATEX_CMA_MAX_BYTES", "512K");
@@ -185,9 +185,11 @@ TEST(Selection, RailTrialsSettleAlikeOnEveryRank) {
   const Shape shape = shape_of(comm);
   const bool trials = shape.shared_memory && !shape.one_per_node() && single_copies_work(comm);
   const int trial_calls = 4;  // two of each (algorithms/rail_trials.h)
-  // 1 MiB and 12 B, 256 KiB and 4 B (two groups, both tried), 16 KiB and 12 B (below 64 KiB).
-  for (size_t count : {size_t{262147}, size_t{65537}, size_t{4099}}) {
-    const bool tried = trials && count * sizeof(float) >= 64 * 1024;
+  // 1 MiB and 12 B, 256 KiB and 4 B, 4 KiB and 28 B (flat on several nodes), 256 B (never rail).
+  for (size_t count : {size_t{262147}, size_t{65537}, size_t{1031}, size_t{64}}) {
+    const char* before = "";
+    matex_auto_algorithm(comm, MATEX_COLL_ALLREDUCE, count * sizeof(float), &before);
+    const bool tried = trials && (std::string(before) == "rs_ar_ag" || std::string(before) == "rs_ar_ag_cma");
     std::vector<std::string> ran;
     long long errors = 0;
     for (int call = 0; call < trial_calls + 3; ++call) {

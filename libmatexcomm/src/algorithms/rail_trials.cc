@@ -34,17 +34,31 @@ bool is_trial(uint64_t position) { return position < 2 * RailTrials::kTrialsEach
 
 }  // namespace
 
+const RailTrials::Group* RailTrials::find(size_t bytes) const {
+  const size_t group = static_cast<size_t>(group_of(bytes));
+  return group < groups_.size() ? &groups_[group] : nullptr;
+}
+
+RailTrials::Group& RailTrials::at(size_t bytes) {
+  const size_t group = static_cast<size_t>(group_of(bytes));
+  if (group >= groups_.size()) groups_.resize(group + 1);
+  return groups_[group];
+}
+
 RailPick RailTrials::pick(size_t bytes) const {
-  auto found = groups_.find(group_of(bytes));
-  if (found == groups_.end()) return RailPick::kCopies;  // the first trial
-  const Group& group = found->second;
-  const uint64_t position = in_cycle(group.calls);
+  const Group* group = find(bytes);
+  const uint64_t position = in_cycle(group == nullptr ? 0 : group->calls);
   if (is_trial(position)) return position % 2 == 0 ? RailPick::kCopies : RailPick::kSingleCopy;
-  return group.choice.value_or(RailPick::kCopies);
+  return group->choice.value_or(RailPick::kCopies);
+}
+
+bool RailTrials::trial_due(size_t bytes) const {
+  const Group* group = find(bytes);
+  return is_trial(in_cycle(group == nullptr ? 0 : group->calls));
 }
 
 bool RailTrials::record(size_t bytes, RailPick ran, double seconds) {
-  Group& group = groups_[group_of(bytes)];
+  Group& group = at(bytes);
   const uint64_t position = in_cycle(group.calls++);
   if (!is_trial(position)) return false;
   double& fastest = group.fastest[static_cast<int>(ran)];
@@ -54,12 +68,12 @@ bool RailTrials::record(size_t bytes, RailPick ran, double seconds) {
 }
 
 std::array<double, 2> RailTrials::trial_figures(size_t bytes) const {
-  auto found = groups_.find(group_of(bytes));
-  return found == groups_.end() ? std::array<double, 2>{-1, -1} : found->second.fastest;
+  const Group* group = find(bytes);
+  return group == nullptr ? std::array<double, 2>{-1, -1} : group->fastest;
 }
 
 void RailTrials::settle(size_t bytes, const std::array<double, 2>& slowest_rank_figures, RailPick by_rule) {
-  Group& group = groups_[group_of(bytes)];
+  Group& group = at(bytes);
   group.agreed = slowest_rank_figures;
   // The figures and the rule's pick are the same on every rank, so is this comparison.
   const double kept = slowest_rank_figures[static_cast<int>(by_rule)];
@@ -70,14 +84,16 @@ void RailTrials::settle(size_t bytes, const std::array<double, 2>& slowest_rank_
 }
 
 std::optional<RailPick> RailTrials::decided(size_t bytes) const {
-  auto found = groups_.find(group_of(bytes));
-  return found == groups_.end() ? std::nullopt : found->second.choice;
+  const Group* group = find(bytes);
+  return group == nullptr ? std::nullopt : group->choice;
 }
 
 std::string RailTrials::explain() const {
   std::string text;
   char line[160];
-  for (const auto& [group, state] : groups_) {
+  for (size_t index = 0; index < groups_.size(); ++index) {
+    const Group& state = groups_[index];
+    const int group = static_cast<int>(index);
     if (!state.choice) continue;
     const double low = static_cast<double>(group_start(group));
     const double high = static_cast<double>(group_start(group + 1));

@@ -18,7 +18,7 @@
 //   The trials repeat every kCallsPerCycle calls of a group, since the
 //   placement can change while a job runs.
 // Cost: per group and cycle, kTrialsEach calls of the slower algorithm and
-//   one MPI_Allreduce of two doubles; otherwise a map lookup per call.
+//   one MPI_Allreduce of two doubles; otherwise an array lookup per call.
 // Preconditions: every rank makes the same calls with the same sizes (as
 //   allreduce requires), and takes part for the same calls (the caller
 //   decides from state that is identical on every rank), so that the trial
@@ -28,9 +28,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace matexcomm {
 
@@ -42,9 +42,10 @@ class RailTrials {
   static constexpr uint64_t kCallsPerCycle = 512;
   static constexpr double kMargin = 0.03;  // as the allreduce table's
 
-  // What the next call of `bytes` (> 0) runs.
+  // What the next call of `bytes` (> 0) runs, and whether it is a trial (to be timed).
   RailPick pick(size_t bytes) const;
-  // Records that call, which took `seconds` here. True when it was its
+  bool trial_due(size_t bytes) const;
+  // Records that call, which took `seconds` here (read for trials only). True when it was its
   // group's last trial: agree on trial_figures() (max over ranks), then settle().
   bool record(size_t bytes, RailPick ran, double seconds);
   // This rank's fastest seconds per byte in the trials just run: [kCopies], [kSingleCopy].
@@ -66,7 +67,11 @@ class RailTrials {
   };
   static int group_of(size_t bytes);
   static size_t group_start(int group);  // the smallest size in a group
-  std::map<int, Group> groups_;  // 4 per power of two: floor(log2(bytes)) and the next two bits
+  const Group* find(size_t bytes) const;   // null: no call of its group yet
+  Group& at(size_t bytes);
+  // By group: 4 per power of two (floor(log2(bytes)) and the next two bits),
+  // grown to the largest group seen (at most 4 * 64 entries).
+  std::vector<Group> groups_;
 };
 
 const char* rail_pick_name(RailPick pick);

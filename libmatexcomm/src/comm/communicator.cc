@@ -273,7 +273,8 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   last_[MATEX_COLL_ALLREDUCE] = algorithm.name;
   const bool compared_inside_node = shm_ != nullptr && algorithm.hierarchical;
   const CallSignature call = reduction_call(CallKind::kAllreduce, count, dtype, op);
-  const double started = rail_trial ? MPI_Wtime() : 0;
+  const bool timed = rail_trial && rail_trials_->trial_due(bytes);
+  const double started = timed ? MPI_Wtime() : 0;
   // A small flat allreduce that gets the call check rides along with it: one
   // exchange instead of the check and then MPI's own call (call_agreement.h).
   const bool carried = algorithm.run == allreduce_flat && bytes <= kCarriedMaxBytes &&
@@ -292,15 +293,13 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
     AllreduceArgs args{send, recv, count, dtype, op, chosen, sequence_, streaming};
     algorithm.run(context_, args);
   }, compared_inside_node, carried);
-  if (rail_trial) record_rail_trial(bytes, trial_pick, MPI_Wtime() - started);
+  if (rail_trial) record_rail_trial(bytes, trial_pick, timed ? MPI_Wtime() - started : 0);
 }
 
 bool Communicator::takes_rail_trial(size_t bytes, const AllreduceHints& hints) const {
   // The cold-output hint already picks rs_ar_ag; the family is asked for both
-  // placements, since ranks may differ in theirs. Below MATEX_CMA_MIN_BYTES
-  // single copies' system calls cost more than they save.
-  return rail_trials_ != nullptr && bytes > 0 && bytes >= thresholds_.single_copy_min && !hints.cold_output &&
-         choice_[MATEX_COLL_ALLREDUCE] == "auto" &&
+  // placements, since ranks may differ in theirs.
+  return rail_trials_ != nullptr && bytes > 0 && !hints.cold_output && choice_[MATEX_COLL_ALLREDUCE] == "auto" &&
          is_rail_family(auto_allreduce_family(context_, bytes, false, thresholds_)) &&
          is_rail_family(auto_allreduce_family(context_, bytes, true, thresholds_));
 }

@@ -243,7 +243,7 @@ std::string Communicator::describe_selection() const {
   }
   if (choice == "auto" && rail_trials_ != nullptr && rail_runs) {
     text += "  where a rail algorithm runs, rs_ar_ag or rs_ar_ag_cma is whichever ran faster in trials on the first " +
-            std::to_string(2 * RailTrials::kTrialsEach) + " calls of each size group (four per power of two, from MATEX_CMA_MIN_BYTES), timed again every " +
+            std::to_string(2 * RailTrials::kTrialsEach) + " calls of each size group (four per power of two), timed again every " +
             std::to_string(RailTrials::kCallsPerCycle) + " calls (MATEX_RAIL_TRIALS)";
     const std::string settled = rail_trials_->explain();
     text += settled.empty() ? "; none settled yet\n" : "; settled so far (the slowest rank's fastest call):\n" + settled;

@@ -71,7 +71,7 @@ const std::vector<ConfigEntry>& config_table() {
        "must then agree on in-place."},
       {"MATEX_RAIL_TRIALS", ConfigType::kBool, "1", "", kUnbounded, kUnbounded, kSameOnAllRanks,
        "Where auto runs a rail algorithm (rs_ar_ag or rs_ar_ag_cma, chosen by a table or by the fixed "
-       "sizes) on at least MATEX_CMA_MIN_BYTES, time the two against each other on the first 4 calls of each "
+       "sizes), time the two against each other on the first 4 calls of each "
        "size group (four per power of two), agree across ranks and run the faster (the size rule's or "
        "table's pick unless the other is 3 % faster), timing again every 512 calls of a group: which one wins "
        "depends on where the node's cores sit, which can change from run to run. 0, or "
