@@ -265,12 +265,9 @@ std::string AllreduceTable::explain() const {
   text += "  choice (a family other than flat must be " + std::to_string(static_cast<int>(kMargin * 100)) +
           " % faster than flat; between sizes, log-log interpolation):\n";
   for (size_t i = 0; i < bands.size(); ++i) {
-    const std::string above = i == 0 ? "" : "above " + with_unit(static_cast<double>(bands[i - 1].up_to_bytes));
-    const std::string up_to = "up to " + with_unit(static_cast<double>(bands[i].up_to_bytes));
-    const std::string range = bands.size() == 1         ? "every size"
-                              : i == 0                  ? up_to
-                              : i + 1 == bands.size()   ? above
-                                                        : above + ", " + up_to;
+    const std::string range =
+        band_range(i, bands.size(), i == 0 ? 0.0 : static_cast<double>(bands[i - 1].up_to_bytes),
+                   static_cast<double>(bands[i].up_to_bytes));
     text += "    " + range + ": " + family_name(bands[i].family);
     if (bands[i].in_place_family != bands[i].family) {
       text += std::string("; in place ") + family_name(bands[i].in_place_family) +

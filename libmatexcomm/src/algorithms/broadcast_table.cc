@@ -107,12 +107,9 @@ std::string BroadcastTable::explain() const {
   text += std::string("  choice (hier must be ") + margin +
           " % faster than flat; where the choice changes, the band ends halfway between the two sizes):\n";
   for (size_t i = 0; i < bands.size(); ++i) {
-    const std::string above = i == 0 ? "" : "above " + with_unit(static_cast<double>(bands[i - 1].up_to_bytes));
-    const std::string up_to = bands[i].up_to_bytes == kEverything
-                                  ? std::string()
-                                  : "up to " + with_unit(static_cast<double>(bands[i].up_to_bytes));
-    const std::string range = above.empty() ? (up_to.empty() ? "every size" : up_to)
-                                            : (up_to.empty() ? above : above + ", " + up_to);
+    const std::string range =
+        band_range(i, bands.size(), i == 0 ? 0.0 : static_cast<double>(bands[i - 1].up_to_bytes),
+                   static_cast<double>(bands[i].up_to_bytes));
     text += "    " + range + ": " + (bands[i].hierarchical ? "hier" : "flat") + "\n";
   }
   return text;

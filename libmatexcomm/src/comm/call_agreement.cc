@@ -42,23 +42,16 @@ CallSignature unpack(const int64_t* fields) {
   return {static_cast<CallKind>(fields[0]), fields[1], fields[2], fields[3], fields[4]};
 }
 
-// Waits with the project's backoff until `done()`. No timeout: the call
-// check must not add one where the collective itself has none (a rank may
-// spend an hour saving a checkpoint before a barrier, or wait inside MPI for
-// another node). After `warn_seconds` it warns once, naming the call.
+// Waits until `done()`, without a timeout (the check must not add one where
+// the collective itself has none, or wait inside MPI for another node);
+// after `warn_seconds` it warns once, naming the call.
 template <class Done>
 void wait_until(Done done, const CallCheckComms& comms, uint64_t sequence, const CallSignature& mine, int peer) {
-  Backoff backoff(1e9, comms.pace);
-  bool warned = false;
-  while (!done()) {
-    backoff.pause();
-    if (!warned && backoff.elapsed_seconds() > comms.warn_seconds) {
-      warned = true;
-      MATEX_LOG(LogLevel::kWarn, "still waiting after " + std::to_string(backoff.elapsed_seconds()) + " s for rank " +
-                                     std::to_string(peer) + " to reach collective call #" + std::to_string(sequence) +
-                                     " (" + describe_call(mine) + "); is every rank calling the same collectives?");
-    }
-  }
+  wait_without_timeout(done, comms.pace, comms.warn_seconds, [&](double elapsed) {
+    MATEX_LOG(LogLevel::kWarn, "still waiting after " + std::to_string(elapsed) + " s for rank " +
+                                   std::to_string(peer) + " to reach collective call #" + std::to_string(sequence) +
+                                   " (" + describe_call(mine) + "); is every rank calling the same collectives?");
+  });
 }
 
 // What every message of the check says. A message without data sends it

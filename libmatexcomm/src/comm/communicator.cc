@@ -265,15 +265,17 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   if (hints.cold_output && choice_[MATEX_COLL_ALLREDUCE] == "auto" && allreduce_registry()[chosen].single_copy) {
     chosen = find_allreduce("rs_ar_ag");
   }
+  // Between trials select_allreduce already returned the settled choice; a
+  // trial call runs the trial's pick.
   const bool rail_trial = takes_rail_trial(bytes, hints);
-  const RailPick trial_pick = rail_trial ? rail_trials_->pick(bytes) : RailPick::kCopies;
-  if (rail_trial) chosen = find_allreduce(rail_pick_name(trial_pick));
+  const bool timed = rail_trial && rail_trials_->trial_due(bytes);
+  const RailPick trial_pick = timed ? rail_trials_->pick(bytes) : RailPick::kCopies;
+  if (timed) chosen = find_allreduce(rail_pick_name(trial_pick));
   const bool cold = hints.cold_output && send != recv;
   const AllreduceAlgorithm& algorithm = allreduce_registry()[chosen];
   last_[MATEX_COLL_ALLREDUCE] = algorithm.name;
   const bool compared_inside_node = shm_ != nullptr && algorithm.hierarchical;
   const CallSignature call = reduction_call(CallKind::kAllreduce, count, dtype, op);
-  const bool timed = rail_trial && rail_trials_->trial_due(bytes);
   const double started = timed ? MPI_Wtime() : 0;
   // A small flat allreduce that gets the call check rides along with it: one
   // exchange instead of the check and then MPI's own call (call_agreement.h).
@@ -293,7 +295,7 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
     AllreduceArgs args{send, recv, count, dtype, op, chosen, sequence_, streaming};
     algorithm.run(context_, args);
   }, compared_inside_node, carried);
-  if (rail_trial) record_rail_trial(bytes, trial_pick, timed ? MPI_Wtime() - started : 0);
+  if (rail_trial) record_rail_trial(bytes, trial_pick, timed ? MPI_Wtime() - started : 0);  // counts every call
 }
 
 bool Communicator::takes_rail_trial(size_t bytes, const AllreduceHints& hints) const {
@@ -314,19 +316,17 @@ void Communicator::record_rail_trial(size_t bytes, RailPick ran, double seconds)
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Iallreduce(mine.data(), slowest.data(), 2, MPI_DOUBLE, MPI_MAX, trials_.get(), &request),
             "MPI_Iallreduce of the rail trials");
-  Backoff backoff(1e9, check_pace_);
-  bool warned = false;
-  for (int done = 0;;) {
-    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test of the rail trials");
-    if (done) break;
-    backoff.pause();
-    if (!warned && backoff.elapsed_seconds() > stall_warning_seconds_) {
-      warned = true;
-      MATEX_LOG(LogLevel::kWarn, "still waiting after " + std::to_string(backoff.elapsed_seconds()) +
-                                     " s for every rank to agree on the rail trials of collective call #" +
-                                     std::to_string(sequence_) + "; did a rank's allreduce fail?");
-    }
-  }
+  wait_without_timeout(
+      [&] {
+        int done = 0;
+        check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test of the rail trials");
+        return done != 0;
+      },
+      check_pace_, stall_warning_seconds_, [&](double elapsed) {
+        MATEX_LOG(LogLevel::kWarn, "still waiting after " + std::to_string(elapsed) +
+                                       " s for every rank to agree on the rail trials of collective call #" +
+                                       std::to_string(sequence_) + "; did a rank's allreduce fail?");
+      });
   // The size rule's or table's own pick, out of place (the same on every rank), keeps ties.
   AllreduceThresholds without_trials = thresholds_;
   without_trials.trials = nullptr;

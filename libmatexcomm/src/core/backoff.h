@@ -48,4 +48,21 @@ class Backoff {
   bool started_ = false;  // the clock has been read: the wait is on
 };
 
+// Waits with backoff until `done()`, with no timeout: for waits that must not
+// add one where the collective itself has none (a rank may spend an hour
+// saving a checkpoint before a barrier). Once `warn_seconds` have passed it
+// calls `warn(elapsed seconds)`, once.
+template <class Done, class Warn>
+void wait_without_timeout(Done done, BackoffPace pace, double warn_seconds, Warn warn) {
+  Backoff backoff(1e9, pace);
+  bool warned = false;
+  while (!done()) {
+    backoff.pause();
+    if (!warned && backoff.elapsed_seconds() > warn_seconds) {
+      warned = true;
+      warn(backoff.elapsed_seconds());
+    }
+  }
+}
+
 }  // namespace matexcomm
