@@ -120,6 +120,19 @@ int run_workload_mode(const Options& options, matex::Communicator& comm, int ran
   return r.wrong == 0 ? 0 : 1;
 }
 
+// `text` with "# " before each of its lines, so that it reads as comments.
+std::string comment_lines(const std::string& text) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out += "# " + text.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
 int run_benchmark(const Options& options, int rank) {
   if (options.memory == BufferMemory::kCuda) {
     // Before the communicator, which may set up the GPU path. Every rank
@@ -207,9 +220,15 @@ int run_benchmark(const Options& options, int rank) {
       }
     }
   }
+  // After a race, how auto chose: the table or the sizes, and what its trials settled.
+  const char* chosen_by = nullptr;
+  if (options.compare_algorithms && matex_describe_selection(comm.handle(), &chosen_by) != MATEX_SUCCESS) {
+    chosen_by = nullptr;
+  }
   if (rank == 0) {
     print(table.footer());
     if (options.compare_algorithms) print(race_table(runner.forced_algorithms(), rows));
+    if (chosen_by != nullptr) std::printf("#\n# how auto chose:\n%s", comment_lines(chosen_by).c_str());
     if (!options.json_path.empty()) {
       const RunContext context{&options, &layout, memcpy_gbps, device.get(),
                                options.compare_algorithms ? &runner.forced_algorithms() : nullptr, latency_us};

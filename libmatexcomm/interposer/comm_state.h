@@ -37,9 +37,11 @@ struct CommState {
   bool inter = false;
   InterGroups groups;         // inter only; local == MPI_COMM_NULL when it could not be built
   // Under auto, the last answer of matex_auto_algorithm per collective, so
-  // that a loop of equal calls asks once. Only "MPI or not" is kept, which
-  // depends on the size alone on a given communicator (rail trials only swap
-  // one rail algorithm for the other).
+  // that a loop of equal calls asks once. Only "MPI or not" is kept. It
+  // depends on the size and on what auto's trials have settled, which changes
+  // only through served calls that every rank makes alike, so every rank
+  // keeps the same answer (a settled flat is served by libmatexcomm's flat
+  // until the size changes, and then goes straight to MPI).
   struct AutoAnswer {
     size_t bytes = SIZE_MAX;
     bool runs_mpi = false;

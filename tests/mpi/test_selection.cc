@@ -1,11 +1,12 @@
 // test_selection.cc - how auto chooses: the allreduce table measured at
 // creation (MATEX_CALIBRATE=init) is the same on every rank and gives exact
 // results, a second communicator of the same shape reuses it, and
-// MATEX_CALIBRATE=off keeps the fixed sizes. Rail trials settle on the same
+// MATEX_CALIBRATE=off keeps the fixed sizes. Trials settle on the same
 // algorithm on every rank, whatever each rank's placement.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -161,38 +162,29 @@ TEST(Selection, OffKeepsTheFixedSizes) {
   EXPECT_EQ(matex_finalize(&comm), MATEX_SUCCESS) << matex_last_error();
 }
 
-// Whether rs_ar_ag_cma runs as itself here (cross-memory attach works on every node).
-bool single_copies_work(matex_comm_t comm) {
-  const char* name = "";
-  EXPECT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "rs_ar_ag_cma"), MATEX_SUCCESS) << matex_last_error();
-  matex_auto_algorithm(comm, MATEX_COLL_ALLREDUCE, 1 << 20, &name);
-  EXPECT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "auto"), MATEX_SUCCESS) << matex_last_error();
-  return std::string(name) == "rs_ar_ag_cma";
-}
-
-// The fixed sizes, with rail trials: the first four calls of a size group
-// alternate rs_ar_ag and rs_ar_ag_cma, then one of them runs on every rank.
+// The fixed sizes, with trials: the first calls of a size group run each
+// contender once (the rule's pick first), then the rule's pick and one other
+// again; from then on one of the two runs, the same on every rank.
 // MATEX_CMA_MAX_BYTES is set below the larger size, where the size rule
 // alone would run rs_ar_ag out of place and rs_ar_ag_cma in place: ranks of
 // a node that differ in placement (odd calls: in place on even ranks) would
-// then run different algorithms and fail with MATEX_ERR_MISMATCH. Sizes where
-// auto runs flat or the small family are not tried. Every sum is exact.
-TEST(Selection, RailTrialsSettleAlikeOnEveryRank) {
+// then run different algorithms and fail with MATEX_ERR_MISMATCH. Every sum
+// is exact.
+TEST(Selection, TrialsSettleAlikeOnEveryRank) {
   ScopedEnv no_file("MATEX_TUNING_FILE", "/nonexistent/matex-tuning.json");  // auto: the fixed sizes
   ScopedEnv placement_splits("MATEX_CMA_MAX_BYTES", "512K");
   matex_comm_t comm = nullptr;
   ASSERT_EQ(matex_init_mpi(MPI_COMM_WORLD, &comm), MATEX_SUCCESS) << matex_last_error();
   const Shape shape = shape_of(comm);
-  const bool trials = shape.shared_memory && !shape.one_per_node() && single_copies_work(comm);
-  const int trial_calls = 4;  // two of each (algorithms/rail_trials.h)
-  // 1 MiB and 12 B, 256 KiB and 4 B, 4 KiB and 28 B (flat on several nodes), 256 B (never rail).
+  const bool trials = !shape.nothing_to_choose();
+  const int calls = 9;  // at most 4 contenders: 6 trials, then 3 settled calls
+  // 1 MiB and 12 B, 256 KiB and 4 B, 4 KiB and 28 B, 256 B.
   for (size_t count : {size_t{262147}, size_t{65537}, size_t{1031}, size_t{64}}) {
     const char* before = "";
     matex_auto_algorithm(comm, MATEX_COLL_ALLREDUCE, count * sizeof(float), &before);
-    const bool tried = trials && (std::string(before) == "rs_ar_ag" || std::string(before) == "rs_ar_ag_cma");
     std::vector<std::string> ran;
     long long errors = 0;
-    for (int call = 0; call < trial_calls + 3; ++call) {
+    for (int call = 0; call < calls; ++call) {
       std::vector<float> send(count), recv(count, -1.0f);
       for (size_t i = 0; i < count; ++i) send[i] = static_cast<float>((i + world_rank() + call) % 8);
       const bool in_place = call % 2 == 1 && world_rank() % 2 == 0;
@@ -210,20 +202,32 @@ TEST(Selection, RailTrialsSettleAlikeOnEveryRank) {
       matex_last_algorithm(comm, MATEX_COLL_ALLREDUCE, &name);
       ran.push_back(name);
     }
-    agree_no_errors(errors, "allreduce during and after rail trials, count " + std::to_string(count));
+    agree_no_errors(errors, "allreduce during and after the trials, count " + std::to_string(count));
     std::string sequence;
     for (const std::string& name : ran) sequence += name + ";";
     EXPECT_TRUE(same_on_every_rank(sequence)) << sequence;
-    if (tried) {
-      for (int call = 0; call < trial_calls; ++call) {
-        EXPECT_EQ(ran[call], call % 2 == 0 ? "rs_ar_ag" : "rs_ar_ag_cma") << "count " << count << ", trial " << call;
-      }
-      const char* settled = "";
-      matex_auto_algorithm(comm, MATEX_COLL_ALLREDUCE, count * sizeof(float), &settled);
-      for (int call = trial_calls; call < trial_calls + 3; ++call) EXPECT_EQ(ran[call], settled) << sequence;
-    } else {
+    const char* settled = "";
+    matex_auto_algorithm(comm, MATEX_COLL_ALLREDUCE, count * sizeof(float), &settled);
+    EXPECT_EQ(ran[0], before) << "the rule's pick runs first: " << sequence;
+    if (!trials) {
       for (const std::string& name : ran) EXPECT_EQ(name, ran[0]) << "count " << count << ": " << sequence;
+      continue;
     }
+    // Round one: each contender once, until the rule's pick comes back.
+    size_t contenders = 1;
+    while (contenders < ran.size() && ran[contenders] != ran[0]) ++contenders;
+    ASSERT_GE(contenders, 2u) << sequence;
+    ASSERT_LE(contenders, 4u) << sequence;
+    for (size_t i = 0; i < contenders; ++i)
+      for (size_t j = i + 1; j < contenders; ++j) EXPECT_NE(ran[i], ran[j]) << "round one repeats: " << sequence;
+    // On several nodes MPI's own allreduce contends.
+    const bool flat_contends = std::find(ran.begin(), ran.begin() + contenders, "flat") != ran.begin() + contenders;
+    EXPECT_EQ(flat_contends, shape.nodes > 1) << sequence;
+    // Round two: the rule's pick and one other; then the settled choice, one of the two.
+    const std::string challenger = ran[contenders + 1];
+    EXPECT_NE(std::find(ran.begin() + 1, ran.begin() + contenders, challenger), ran.begin() + contenders) << sequence;
+    EXPECT_TRUE(settled == ran[0] || settled == challenger) << settled << " after " << sequence;
+    for (size_t call = contenders + 2; call < ran.size(); ++call) EXPECT_EQ(ran[call], settled) << sequence;
   }
   const std::string text = selection_of(comm);
   EXPECT_TRUE(same_on_every_rank(text)) << text;

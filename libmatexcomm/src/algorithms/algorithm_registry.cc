@@ -99,11 +99,10 @@ int select_allreduce(const CollectiveContext& ctx, const std::string& choice, si
     return chosen;
   }
   if (!auto_has_allreduce_choice(ctx)) return flat;
-  const AllreduceFamily family = auto_allreduce_family(ctx, bytes, in_place, sizes);
-  if (is_rail_family(family) && ctx.single_copy_ok && sizes.trials != nullptr && bytes > 0) {
-    if (std::optional<RailPick> settled = sizes.trials->decided(bytes))
-      return *settled == RailPick::kSingleCopy ? k.single_copy : k.rs_ar_ag;
+  if (sizes.trials != nullptr && bytes > 0) {
+    if (std::optional<int> settled = sizes.trials->decided(bytes)) return *settled;
   }
+  const AllreduceFamily family = auto_allreduce_family(ctx, bytes, in_place, sizes);
   switch (family) {
     case AllreduceFamily::kFlat: return flat;
     case AllreduceFamily::kSmall: return ctx.layout->node_count == 1 ? k.oneshot : k.rab;

@@ -2,8 +2,8 @@
 // that names them and picks one per call.
 //
 // Selection is a pure function of (message size, layout, configuration, the
-// allreduce table rank 0 broadcast at creation, the rail trials' settled
-// choices), all of which are identical on every rank, so every rank picks the
+// allreduce table rank 0 broadcast at creation, the allreduce trials'
+// settled choices), all of which are identical on every rank, so every rank picks the
 // same algorithm without talking to the others.
 #pragma once
 
@@ -13,7 +13,7 @@
 #include "algorithms/allreduce_table.h"
 #include "algorithms/broadcast_table.h"
 #include "algorithms/collective_context.h"
-#include "algorithms/rail_trials.h"
+#include "algorithms/allreduce_trials.h"
 
 namespace matexcomm {
 
@@ -97,16 +97,15 @@ std::vector<std::string> algorithm_names(matex_collective_t coll);
 // fixed sizes below do: flat with one rank per node, and on several nodes up
 // to flat_max_across_nodes; then up to rab_max the small family (oneshot on
 // one node, rab on several); then the rail family, within which the CMA
-// sizes decide. Wherever auto runs a rail algorithm (rs_ar_ag or
-// rs_ar_ag_cma, by table or by size), the rail trials' settled choice for the
-// size wins (rail_trials.h).
+// sizes decide. That pick (out of place) is the first contender of the
+// trials, whose settled choice for the size wins (allreduce_trials.h).
 struct AllreduceThresholds {
   size_t rab_max = 0;          // MATEX_RAB_MAX_BYTES
   size_t flat_max_across_nodes = 0;  // flat up to here on several nodes (kCarriedMaxBytes)
   size_t single_copy_min = 0;  // MATEX_CMA_MIN_BYTES
   size_t single_copy_max = 0;  // MATEX_CMA_MAX_BYTES
   const AllreduceTable* table = nullptr;  // the same on every rank, or null everywhere
-  const RailTrials* trials = nullptr;     // non-null on every rank or on none
+  const AllreduceTrials* trials = nullptr;  // non-null on every rank or on none
 };
 // False where auto has nothing to choose and runs flat: a single rank, or no
 // shared memory. With one rank per node only a measured table chooses (the

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <array>
 #include <climits>
 #include <cstring>
 #include <vector>
@@ -74,12 +73,11 @@ Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited) {
   p2p_ = UniqueComm::duplicate(world_.get());
   creation_ = UniqueComm::duplicate(world_.get());
   calibrate_selection();
-  // With one rank per node both rail algorithms make the same MPI calls: nothing to try.
-  if (config_.get_bool("MATEX_RAIL_TRIALS") && config_.get_string("MATEX_CALIBRATE") != "off" &&
-      context_.single_copy_ok && auto_has_allreduce_choice(context_) && layout_.node_count < layout_.world_size) {
-    rail_trials_ = std::make_unique<RailTrials>();
-    thresholds_.trials = rail_trials_.get();
-    trials_ = UniqueComm::duplicate(world_.get());
+  if (config_.get_bool("MATEX_ALLREDUCE_TRIALS") && config_.get_string("MATEX_CALIBRATE") != "off" &&
+      auto_has_allreduce_choice(context_)) {
+    trials_ = std::make_unique<AllreduceTrials>();
+    thresholds_.trials = trials_.get();
+    trials_comm_ = UniqueComm::duplicate(world_.get());
   }
 }
 
@@ -267,10 +265,9 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   }
   // Between trials select_allreduce already returned the settled choice; a
   // trial call runs the trial's pick.
-  const bool rail_trial = takes_rail_trial(bytes, hints);
-  const bool timed = rail_trial && rail_trials_->trial_due(bytes);
-  const RailPick trial_pick = timed ? rail_trials_->pick(bytes) : RailPick::kCopies;
-  if (timed) chosen = find_allreduce(rail_pick_name(trial_pick));
+  const bool takes_part = takes_trial(bytes, hints);
+  const bool timed = takes_part && trials_->trial_due(bytes);
+  if (timed) chosen = trials_->trial_pick(bytes, trial_candidates(bytes));
   const bool cold = hints.cold_output && send != recv;
   const AllreduceAlgorithm& algorithm = allreduce_registry()[chosen];
   last_[MATEX_COLL_ALLREDUCE] = algorithm.name;
@@ -295,44 +292,7 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
     AllreduceArgs args{send, recv, count, dtype, op, chosen, sequence_, streaming};
     algorithm.run(context_, args);
   }, compared_inside_node, carried);
-  if (rail_trial) record_rail_trial(bytes, trial_pick, timed ? MPI_Wtime() - started : 0);  // counts every call
-}
-
-bool Communicator::takes_rail_trial(size_t bytes, const AllreduceHints& hints) const {
-  // The cold-output hint already picks rs_ar_ag; the family is asked for both
-  // placements, since ranks may differ in theirs.
-  return rail_trials_ != nullptr && bytes > 0 && !hints.cold_output && choice_[MATEX_COLL_ALLREDUCE] == "auto" &&
-         is_rail_family(auto_allreduce_family(context_, bytes, false, thresholds_)) &&
-         is_rail_family(auto_allreduce_family(context_, bytes, true, thresholds_));
-}
-
-void Communicator::record_rail_trial(size_t bytes, RailPick ran, double seconds) {
-  if (!rail_trials_->record(bytes, ran, seconds)) return;
-  const std::array<double, 2> mine = rail_trials_->trial_figures(bytes);
-  std::array<double, 2> slowest{};
-  // On the trials' own duplicate, so that it can never meet another
-  // collective; waited for with backoff, warning once as the call check does
-  // (a rank whose call failed never arrives).
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallreduce(mine.data(), slowest.data(), 2, MPI_DOUBLE, MPI_MAX, trials_.get(), &request),
-            "MPI_Iallreduce of the rail trials");
-  wait_without_timeout(
-      [&] {
-        int done = 0;
-        check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test of the rail trials");
-        return done != 0;
-      },
-      check_pace_, stall_warning_seconds_, [&](double elapsed) {
-        MATEX_LOG(LogLevel::kWarn, "still waiting after " + std::to_string(elapsed) +
-                                       " s for every rank to agree on the rail trials of collective call #" +
-                                       std::to_string(sequence_) + "; did a rank's allreduce fail?");
-      });
-  // The size rule's or table's own pick, out of place (the same on every rank), keeps ties.
-  AllreduceThresholds without_trials = thresholds_;
-  without_trials.trials = nullptr;
-  const bool rule_single_copy =
-      allreduce_registry()[select_allreduce(context_, "auto", bytes, false, without_trials)].single_copy;
-  rail_trials_->settle(bytes, slowest, rule_single_copy ? RailPick::kSingleCopy : RailPick::kCopies);
+  if (takes_part) record_trial(bytes, chosen, timed ? MPI_Wtime() - started : 0);  // counts every call
 }
 
 bool Communicator::fuses_without_copies() const {

@@ -161,12 +161,17 @@ class Communicator {
   double time_family(const AllreduceTable& only, size_t bytes, float* send, float* recv);
   // What a table depends on: ranks per node, shared memory, single copies, sizes.
   std::string layout_shape() const;
-  // Whether auto's call of `bytes` is a rail trial's (algorithms/rail_trials.h):
-  // decided from state that is the same on every rank.
-  bool takes_rail_trial(size_t bytes, const AllreduceHints& hints) const;
-  // Records a rail trial's call; at the end of its group's trials, agrees
-  // with every rank on the choice (collective then).
-  void record_rail_trial(size_t bytes, RailPick ran, double seconds);
+  // Whether auto's call of `bytes` takes part in the allreduce trials
+  // (algorithms/allreduce_trials.h): decided from state that is the same on every rank.
+  bool takes_trial(size_t bytes, const AllreduceHints& hints) const;
+  // The trials' contenders at `bytes`: the rule's or table's pick (out of
+  // place) first, then those that can win here (comm/communicator_trials.cc).
+  std::vector<int> trial_candidates(size_t bytes) const;
+  // Records a call that takes part; after a round of trials, agrees with
+  // every rank on the figures (collective then).
+  void record_trial(size_t bytes, int ran, double seconds);
+  // The slowest rank's figures: an MPI_Iallreduce (max) on trials_comm_.
+  std::vector<double> agree_on_trials(const std::vector<double>& mine);
   static int collective_index(matex_collective_t coll);
   // Runs one collective after its arguments were checked: counts the call,
   // refuses to run on a failed communicator, confirms that every rank makes
@@ -195,10 +200,10 @@ class Communicator {
   AllreduceThresholds thresholds_;
   std::shared_ptr<const AllreduceTable> allreduce_table_;  // thresholds_.table's owner, or null
   std::shared_ptr<const BroadcastTable> broadcast_table_;  // from a tuning file, or null (the fixed rule)
-  // Times rs_ar_ag against rs_ar_ag_cma where auto runs the rail family
-  // (MATEX_RAIL_TRIALS, not under MATEX_CALIBRATE=off); thresholds_.trials points here.
-  std::unique_ptr<RailTrials> rail_trials_;
-  UniqueComm trials_;  // the rail trials' agreement, alone on it (null without trials)
+  // Times auto's contenders on the caller's calls (MATEX_ALLREDUCE_TRIALS,
+  // not under MATEX_CALIBRATE=off); thresholds_.trials points here.
+  std::unique_ptr<AllreduceTrials> trials_;
+  UniqueComm trials_comm_;  // the trials' agreements, alone on it (null without trials)
   bool cores_shared_anywhere_ = false;  // some host has more ranks than cores (the same on every rank)
   size_t streaming_min_bytes_ = 0;
   std::string choice_[4];

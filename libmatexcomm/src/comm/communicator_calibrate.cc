@@ -235,17 +235,14 @@ std::string Communicator::describe_selection() const {
                      std::to_string(thresholds_.single_copy_min) + " B (out of place below " +
                      std::to_string(thresholds_.single_copy_max) + " B)\n";
   }
-  // Whether auto runs a rail algorithm anywhere.
-  bool rail_runs = layout_.node_count < layout_.world_size;
-  if (thresholds_.table != nullptr) {
-    rail_runs = false;
-    for (const AllreduceTable::Band& band : thresholds_.table->bands) rail_runs |= is_rail_family(band.family);
-  }
-  if (choice == "auto" && rail_trials_ != nullptr && rail_runs) {
-    text += "  where a rail algorithm runs, rs_ar_ag or rs_ar_ag_cma is whichever ran faster in trials on the first " +
-            std::to_string(2 * RailTrials::kTrialsEach) + " calls of each size group (four per power of two), timed again every " +
-            std::to_string(RailTrials::kCallsPerCycle) + " calls (MATEX_RAIL_TRIALS)";
-    const std::string settled = rail_trials_->explain();
+  if (choice == "auto" && trials_ != nullptr) {
+    text += "  then trials on the caller's calls, per size group (four per power of two): each contender once, "
+            "then the pick above and the fastest other once more; the other serves the group if its fastest call "
+            "on the slowest rank was " + std::to_string(static_cast<int>(AllreduceTrials::kMargin * 100)) +
+            " % faster; timed again every " + std::to_string(AllreduceTrials::kCallsPerCycle) +
+            " calls (MATEX_ALLREDUCE_TRIALS)";
+    const std::string settled =
+        trials_->explain([](int index) { return allreduce_registry()[index].name; });
     text += settled.empty() ? "; none settled yet\n" : "; settled so far (the slowest rank's fastest call):\n" + settled;
   }
   const bool hierarchy_helps = broadcast_hierarchy_helps(context_);

@@ -43,8 +43,8 @@ const std::vector<ConfigEntry>& config_table() {
       {"MATEX_CALIBRATE", ConfigType::kChoice, "auto", "auto|off|init|file", kUnbounded, kUnbounded,
        kSameOnAllRanks,
        "How auto picks an allreduce. auto: file where a tuning file exists, else the fixed sizes (a file "
-       "that does not fit is refused with a warning, and the fixed sizes apply); in both, rail trials "
-       "(MATEX_RAIL_TRIALS). off: the fixed sizes of MATEX_RAB_MAX_BYTES and MATEX_CMA_*, without rail "
+       "that does not fit is refused with a warning, and the fixed sizes apply); in both, trials "
+       "(MATEX_ALLREDUCE_TRIALS). off: the fixed sizes of MATEX_RAB_MAX_BYTES and MATEX_CMA_*, without "
        "trials. init: when "
        "a communicator is created, time MPI's allreduce, the small (oneshot / rab) and the rail (rs_ar_ag / "
        "rs_ar_ag_cma) algorithms at five sizes from 64 B to 1 MiB, and have rank 0 broadcast the fastest by "
@@ -69,13 +69,13 @@ const std::vector<ConfigEntry>& config_table() {
        "From this size on auto goes back to rs_ar_ag for out-of-place calls, whose streaming stores win "
        "once the data no longer fits in the caches; in-place calls keep rs_ar_ag_cma. The ranks of a node "
        "must then agree on in-place."},
-      {"MATEX_RAIL_TRIALS", ConfigType::kBool, "1", "", kUnbounded, kUnbounded, kSameOnAllRanks,
-       "Where auto runs a rail algorithm (rs_ar_ag or rs_ar_ag_cma, chosen by a table or by the fixed "
-       "sizes), time the two against each other on the first 4 calls of each "
-       "size group (four per power of two), agree across ranks and run the faster (the size rule's or "
-       "table's pick unless the other is 3 % faster), timing again every 512 calls of a group: which one wins "
-       "depends on where the node's cores sit, which can change from run to run. 0, or "
-       "MATEX_CALIBRATE=off: the table or the CMA sizes decide. Not for the engine's fused calls."},
+      {"MATEX_ALLREDUCE_TRIALS", ConfigType::kBool, "1", "", kUnbounded, kUnbounded, kSameOnAllRanks,
+       "Auto's allreduce is timed on the caller's calls, per size group (four per power of two): each "
+       "contender once (the table's or fixed sizes' pick, flat on several nodes, oneshot or rab up to 64 KiB, "
+       "rs_ar_ag, rs_ar_ag_cma), then the pick and the fastest other once more; the other serves the group "
+       "if it was 3 % faster on the slowest rank, and the trials repeat every 512 calls of a group: what wins "
+       "depends on where the cores sit, which can change from run to run. 0, or MATEX_CALIBRATE=off: the "
+       "table or the fixed sizes alone decide. Not for the engine's fused calls."},
       {"MATEX_SHM_CHUNK_BYTES", ConfigType::kBytes, "1M", "", 64, kGiB / 4, kSameOnAllRanks,
        "Bytes per pipeline step of the shared-memory transport and of the rails (rounded up to 64 B). "
        "Each step costs three flag waits between cores; 1M keeps a step's slots in L2 and its waits "

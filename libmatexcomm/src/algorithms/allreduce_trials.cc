@@ -1,0 +1,148 @@
+// allreduce_trials.cc - see allreduce_trials.h.
+#include "algorithms/allreduce_trials.h"
+
+#include <cstdio>
+
+#include "core/error.h"
+#include "core/table_text.h"
+
+namespace matexcomm {
+
+int AllreduceTrials::group_of(size_t bytes) {
+  MATEX_REQUIRE(bytes > 0, MATEX_ERR_INTERNAL, "allreduce trials need a non-empty call");
+  if (bytes < 4) return static_cast<int>(bytes) - 1;  // groups 0-2: 1, 2 and 3 B
+  int power = 0;
+  for (size_t rest = bytes; rest >>= 1;) ++power;
+  const int quarter = static_cast<int>((bytes >> (power - 2)) & 3);
+  return 4 * power + quarter - 5;  // 4 B is group 3, right after 3 B
+}
+
+size_t AllreduceTrials::group_start(int group) {
+  if (group < 3) return static_cast<size_t>(group) + 1;
+  const int power = (group + 5) / 4;
+  const int quarter = (group + 5) % 4;
+  return static_cast<size_t>(4 + quarter) << (power - 2);
+}
+
+namespace {
+
+// The position of a group's next call in its cycle.
+uint64_t in_cycle(uint64_t calls) { return calls % AllreduceTrials::kCallsPerCycle; }
+// Whether the call at `position` is a trial, with `candidates` of this cycle
+// (unknown, 0, before its first call): round one, then two more.
+bool is_trial(uint64_t position, size_t candidates) {
+  return position == 0 || (candidates >= 2 && position < candidates + 2);
+}
+
+}  // namespace
+
+const AllreduceTrials::Group* AllreduceTrials::find(size_t bytes) const {
+  const size_t group = static_cast<size_t>(group_of(bytes));
+  return group < groups_.size() ? &groups_[group] : nullptr;
+}
+
+AllreduceTrials::Group& AllreduceTrials::at(size_t bytes) {
+  const size_t group = static_cast<size_t>(group_of(bytes));
+  if (group >= groups_.size()) groups_.resize(group + 1);
+  return groups_[group];
+}
+
+bool AllreduceTrials::trial_due(size_t bytes) const {
+  const Group* group = find(bytes);
+  if (group == nullptr) return true;
+  return is_trial(in_cycle(group->calls), group->cycle.candidates.size());
+}
+
+int AllreduceTrials::trial_pick(size_t bytes, const std::vector<int>& candidates) {
+  Group& group = at(bytes);
+  const uint64_t position = in_cycle(group.calls);
+  if (position == 0) {
+    MATEX_REQUIRE(!candidates.empty() && candidates.size() <= kMaxCandidates, MATEX_ERR_INTERNAL,
+                  "allreduce trials take 1 to " + std::to_string(kMaxCandidates) + " candidates, not " +
+                      std::to_string(candidates.size()));
+    group.fastest.assign(candidates.size(), -1);
+    group.cycle = Outcome{candidates, {}, 0, {}};
+    if (candidates.size() == 1) group.choice = candidates[0];
+  }
+  const size_t count = group.cycle.candidates.size();
+  MATEX_REQUIRE(is_trial(position, count), MATEX_ERR_INTERNAL, "no allreduce trial is due at this size");
+  if (position < count) return group.cycle.candidates[position];
+  return group.cycle.candidates[position == count ? 0 : group.cycle.challenger];
+}
+
+AllreduceTrials::Agreement AllreduceTrials::record(size_t bytes, int algorithm, double seconds) {
+  Group& group = at(bytes);
+  const uint64_t position = in_cycle(group.calls++);
+  const size_t count = group.cycle.candidates.size();
+  if (count < 2 || !is_trial(position, count)) return Agreement::kNone;
+  const size_t index = position < count ? position : position == count ? 0 : group.cycle.challenger;
+  MATEX_REQUIRE(group.cycle.candidates[index] == algorithm, MATEX_ERR_INTERNAL,
+                "an allreduce trial ran another algorithm than its turn's");
+  double& fastest = group.fastest[index];
+  const double per_byte = seconds / static_cast<double>(bytes);
+  if (fastest < 0 || per_byte < fastest) fastest = per_byte;
+  if (position + 1 == count) return Agreement::kChallenger;
+  return position == count + 1 ? Agreement::kSettle : Agreement::kNone;
+}
+
+std::vector<double> AllreduceTrials::figures(size_t bytes) const {
+  const Group* group = find(bytes);
+  if (group == nullptr || group->fastest.empty()) return {};
+  const uint64_t position = in_cycle(group->calls);
+  if (position == group->cycle.candidates.size()) return group->fastest;  // after round one
+  return {group->fastest[0], group->fastest[group->cycle.challenger]};
+}
+
+void AllreduceTrials::choose_challenger(size_t bytes, const std::vector<double>& slowest_rank_figures) {
+  Group& group = at(bytes);
+  MATEX_REQUIRE(slowest_rank_figures.size() == group.cycle.candidates.size(), MATEX_ERR_INTERNAL,
+                "round one of the allreduce trials needs a figure per candidate");
+  group.cycle.first_round = slowest_rank_figures;
+  // The figures are the same on every rank, so is the challenger (ties: the earlier candidate).
+  group.cycle.challenger = 1;
+  for (size_t i = 2; i < slowest_rank_figures.size(); ++i) {
+    if (slowest_rank_figures[i] < slowest_rank_figures[group.cycle.challenger]) group.cycle.challenger = i;
+  }
+}
+
+void AllreduceTrials::settle(size_t bytes, const std::vector<double>& slowest_rank_figures) {
+  Group& group = at(bytes);
+  MATEX_REQUIRE(slowest_rank_figures.size() == 2 && group.cycle.challenger > 0, MATEX_ERR_INTERNAL,
+                "round two of the allreduce trials needs the rule's pick's and the challenger's figures");
+  group.cycle.final_round = slowest_rank_figures;
+  const double kept = slowest_rank_figures[0];
+  const double challenger = slowest_rank_figures[1];
+  const bool wins = kept > 0 && challenger > 0 && challenger < kept * (1 - kMargin);
+  group.choice = group.cycle.candidates[wins ? group.cycle.challenger : 0];
+  group.settled = group.cycle;
+  group.fastest.assign(group.cycle.candidates.size(), -1);
+}
+
+std::optional<int> AllreduceTrials::decided(size_t bytes) const {
+  const Group* group = find(bytes);
+  return group == nullptr ? std::nullopt : group->choice;
+}
+
+std::string AllreduceTrials::explain(const std::function<const char*(int)>& name_of) const {
+  std::string text;
+  for (size_t index = 0; index < groups_.size(); ++index) {
+    if (!groups_[index].settled) continue;
+    const Outcome& state = *groups_[index].settled;
+    const int group = static_cast<int>(index);
+    const double low = static_cast<double>(group_start(group));
+    const double high = static_cast<double>(group_start(group + 1));
+    // Per-byte figures shown as the time of a call at the group's lower size.
+    text += "    [" + with_unit(low) + ", " + with_unit(high) + "): " + name_of(*groups_[index].choice) + "; at " +
+            with_unit(low) + ", round one";
+    for (size_t i = 0; i < state.candidates.size(); ++i) {
+      text += std::string(i == 0 ? " " : ", ") + name_of(state.candidates[i]) + " " +
+              microseconds(state.first_round[i] * low);
+    }
+    text += std::string("; round two ") + name_of(state.candidates[0]) + " " +
+            microseconds(state.final_round[0] * low) + ", " + name_of(state.candidates[state.challenger]) + " " +
+            microseconds(state.final_round[1] * low) + " (" + std::to_string(groups_[index].calls) + " calls)\n";
+  }
+  return text;
+}
+
+}  // namespace matexcomm

@@ -1,0 +1,93 @@
+// communicator_trials.cc - the communicator's side of auto's allreduce
+// trials (algorithms/allreduce_trials.h): which calls take part, the
+// contenders at a size, and the agreements after each round.
+//
+// The contenders at a size, the rule's or table's pick first:
+//   flat (MPI's allreduce)   on several nodes. On one node it is left out:
+//                            there the hierarchical algorithms compare their
+//                            calls inside the shared-memory channel, which
+//                            flat never enters, and it did not win here;
+//   oneshot / rab            where some node has several ranks, up to
+//                            kSmallTrialMaxBytes (their cost grows with the
+//                            ranks per node times the size);
+//   rs_ar_ag                 always;
+//   rs_ar_ag_cma             where some node has several ranks and
+//                            cross-memory attach works.
+// Every input (the layout, the shared-memory and cross-memory attach status,
+// the table, the thresholds, the size) is the same on every rank, so are the
+// contenders. On several nodes the call check runs before each of these calls
+// (the engine's calls are agreed on beforehand), so ranks whose calls differ
+// fail together before any algorithm runs, and the trials' state stays the
+// same on every rank.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "core/error.h"
+#include "core/logging.h"
+
+namespace matexcomm {
+namespace {
+
+// oneshot and rab copy the whole message through one shared slot; on this
+// project's VM they lost to the rail algorithms from 16-64 KiB on every layout.
+constexpr size_t kSmallTrialMaxBytes = 64 * 1024;
+
+}  // namespace
+
+bool Communicator::takes_trial(size_t bytes, const AllreduceHints& hints) const {
+  // The cold-output hint picks rs_ar_ag (its placement may differ between ranks).
+  return trials_ != nullptr && bytes > 0 && !hints.cold_output && choice_[MATEX_COLL_ALLREDUCE] == "auto";
+}
+
+std::vector<int> Communicator::trial_candidates(size_t bytes) const {
+  AllreduceThresholds without_trials = thresholds_;
+  without_trials.trials = nullptr;
+  std::vector<int> candidates{select_allreduce(context_, "auto", bytes, false, without_trials)};
+  const auto add = [&](const char* name) {
+    const int index = find_allreduce(name);
+    if (std::find(candidates.begin(), candidates.end(), index) == candidates.end()) candidates.push_back(index);
+  };
+  const bool several_per_node = layout_.node_count < layout_.world_size;
+  if (layout_.node_count > 1) add("flat");
+  if (several_per_node && bytes <= kSmallTrialMaxBytes) add(small_family_algorithm(context_));
+  add("rs_ar_ag");
+  if (several_per_node && context_.single_copy_ok) add("rs_ar_ag_cma");
+  return candidates;
+}
+
+void Communicator::record_trial(size_t bytes, int ran, double seconds) {
+  switch (trials_->record(bytes, ran, seconds)) {
+    case AllreduceTrials::Agreement::kNone: return;
+    case AllreduceTrials::Agreement::kChallenger:
+      trials_->choose_challenger(bytes, agree_on_trials(trials_->figures(bytes)));
+      return;
+    case AllreduceTrials::Agreement::kSettle: trials_->settle(bytes, agree_on_trials(trials_->figures(bytes)));
+  }
+}
+
+std::vector<double> Communicator::agree_on_trials(const std::vector<double>& mine) {
+  std::vector<double> slowest(mine.size());
+  // On the trials' own duplicate, so that it can never meet another
+  // collective; waited for with backoff, warning once as the call check does
+  // (a rank whose call failed never arrives).
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallreduce(mine.data(), slowest.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX,
+                           trials_comm_.get(), &request),
+            "MPI_Iallreduce of the allreduce trials");
+  wait_without_timeout(
+      [&] {
+        int done = 0;
+        check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test of the allreduce trials");
+        return done != 0;
+      },
+      check_pace_, stall_warning_seconds_, [&](double elapsed) {
+        MATEX_LOG(LogLevel::kWarn, "still waiting after " + std::to_string(elapsed) +
+                                       " s for every rank to agree on the allreduce trials of collective call #" +
+                                       std::to_string(sequence_) + "; did a rank's allreduce fail?");
+      });
+  return slowest;
+}
+
+}  // namespace matexcomm

@@ -1,0 +1,168 @@
+// test_allreduce_trials.cc - AllreduceTrials: a group's first calls run every
+// candidate once, the agreed figures pick the challenger, the rule's pick and
+// the challenger run once more, and the challenger serves the group only if
+// it was faster by the margin; the trials come back every cycle with fresh
+// figures, and there are four groups per power of two.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "algorithms/allreduce_trials.h"
+
+namespace matexcomm {
+namespace {
+
+using Agreement = AllreduceTrials::Agreement;
+
+const char* name_of(int algorithm) {
+  static const char* names[] = {"a0", "a1", "a2", "a3", "a4"};
+  return names[algorithm];
+}
+
+// Runs a group's trials with `seconds` per algorithm (by index), agreeing on
+// this rank's own figures; returns the algorithms that ran, in order.
+std::vector<int> run_trials(AllreduceTrials& trials, size_t bytes, const std::vector<int>& candidates,
+                            const std::map<int, double>& seconds) {
+  std::vector<int> ran;
+  for (size_t call = 0; call < candidates.size() + 2; ++call) {
+    EXPECT_TRUE(trials.trial_due(bytes)) << "call " << call;
+    const int pick = trials.trial_pick(bytes, candidates);
+    ran.push_back(pick);
+    const Agreement due = trials.record(bytes, pick, seconds.at(pick));
+    const Agreement expected = call + 1 == candidates.size() ? Agreement::kChallenger
+                               : call == candidates.size() + 1 ? Agreement::kSettle
+                                                                : Agreement::kNone;
+    EXPECT_EQ(due, expected) << "call " << call;
+    if (due == Agreement::kChallenger) trials.choose_challenger(bytes, trials.figures(bytes));
+    if (due == Agreement::kSettle) trials.settle(bytes, trials.figures(bytes));
+  }
+  EXPECT_FALSE(trials.trial_due(bytes));
+  return ran;
+}
+
+TEST(AllreduceTrials, EachCandidateOnceThenThePickAndTheFastestOther) {
+  AllreduceTrials trials;
+  const size_t bytes = 1 << 20;
+  EXPECT_FALSE(trials.decided(bytes).has_value());
+  const std::vector<int> ran = run_trials(trials, bytes, {2, 0, 1, 3}, {{2, 3e-3}, {0, 2e-3}, {1, 1e-3}, {3, 4e-3}});
+  EXPECT_EQ(ran, (std::vector<int>{2, 0, 1, 3, 2, 1}));
+  ASSERT_TRUE(trials.decided(bytes).has_value());
+  EXPECT_EQ(*trials.decided(bytes), 1);
+  for (int call = 0; call < 10; ++call) {
+    EXPECT_FALSE(trials.trial_due(bytes));
+    EXPECT_EQ(trials.record(bytes, 1, 1e-3), Agreement::kNone);
+  }
+  const std::string text = trials.explain(name_of);
+  EXPECT_NE(text.find("[1 MiB, 1.25 MiB): a1; at 1 MiB, round one a2 3000.0 us, a0 2000.0 us, a1 1000.0 us, "
+                      "a3 4000.0 us; round two a2 3000.0 us, a1 1000.0 us (16 calls)"),
+            std::string::npos)
+      << text;
+}
+
+TEST(AllreduceTrials, TheAgreedFiguresDecideNotThisRanks) {
+  AllreduceTrials trials;
+  const size_t bytes = 3 << 20;
+  const std::vector<int> candidates{0, 1, 2};
+  const std::map<int, double> here{{0, 3e-3}, {1, 1e-3}, {2, 2e-3}};  // here 1 is fastest
+  for (size_t call = 0; call < candidates.size(); ++call) {
+    const int pick = trials.trial_pick(bytes, candidates);
+    if (trials.record(bytes, pick, here.at(pick)) == Agreement::kChallenger) {
+      EXPECT_EQ(trials.figures(bytes).size(), 3u);
+      trials.choose_challenger(bytes, {3e-9, 2e-9, 1e-9});  // on the slowest rank 2 is
+    }
+  }
+  EXPECT_EQ(trials.trial_pick(bytes, candidates), 0);
+  trials.record(bytes, 0, 3e-3);
+  EXPECT_EQ(trials.trial_pick(bytes, candidates), 2);
+  ASSERT_EQ(trials.record(bytes, 2, 2e-3), Agreement::kSettle);
+  const std::vector<double> mine = trials.figures(bytes);
+  ASSERT_EQ(mine.size(), 2u);
+  EXPECT_DOUBLE_EQ(mine[0], 3e-3 / bytes);
+  EXPECT_DOUBLE_EQ(mine[1], 2e-3 / bytes);
+  trials.settle(bytes, {1e-9, 2e-9});  // the slowest rank's: the rule's pick is faster
+  EXPECT_EQ(*trials.decided(bytes), 0);
+}
+
+TEST(AllreduceTrials, TheFastestCallCountsAndTiesKeepTheRulesPick) {
+  AllreduceTrials trials;
+  const size_t bytes = 1000;
+  const std::vector<int> candidates{3, 4};
+  // One slow (preempted) call of each does not decide: the fastest counts.
+  const std::vector<double> seconds = {9e-3, 1e-3, 1e-3, 9e-3};  // 3, 4, 3, 4
+  for (size_t call = 0; call < 4; ++call) {
+    const int pick = trials.trial_pick(bytes, candidates);
+    EXPECT_EQ(pick, candidates[call % 2]);
+    const Agreement due = trials.record(bytes, pick, seconds[call]);
+    if (due == Agreement::kChallenger) trials.choose_challenger(bytes, trials.figures(bytes));
+    if (due == Agreement::kSettle) trials.settle(bytes, trials.figures(bytes));
+  }
+  EXPECT_EQ(*trials.decided(bytes), 3);  // 1e-3 each: a tie keeps the rule's pick
+}
+
+TEST(AllreduceTrials, TheChallengerMustWinByTheMargin) {
+  const size_t bytes = 1 << 20;
+  const double rule = 1e-3;
+  for (double factor : {1 - AllreduceTrials::kMargin / 2, 1 - 2 * AllreduceTrials::kMargin}) {
+    AllreduceTrials trials;
+    run_trials(trials, bytes, {0, 1}, {{0, rule}, {1, rule * factor}});
+    EXPECT_EQ(*trials.decided(bytes), factor > 1 - AllreduceTrials::kMargin ? 0 : 1) << factor;
+  }
+}
+
+TEST(AllreduceTrials, OneCandidateServesWithoutTrials) {
+  AllreduceTrials trials;
+  const size_t bytes = 4096;
+  EXPECT_TRUE(trials.trial_due(bytes));
+  EXPECT_EQ(trials.trial_pick(bytes, {2}), 2);
+  EXPECT_EQ(trials.record(bytes, 2, 1e-3), Agreement::kNone);
+  EXPECT_FALSE(trials.trial_due(bytes));
+  EXPECT_EQ(*trials.decided(bytes), 2);
+  EXPECT_TRUE(trials.explain(name_of).empty());  // nothing was timed
+}
+
+TEST(AllreduceTrials, BadCandidatesAreAnInternalError) {
+  AllreduceTrials trials;
+  EXPECT_ANY_THROW(trials.trial_pick(64, {}));
+  EXPECT_ANY_THROW(trials.trial_pick(64, {0, 1, 2, 3, 4}));
+}
+
+TEST(AllreduceTrials, FourGroupsPerPowerOfTwo) {
+  AllreduceTrials trials;
+  const size_t mib = 1 << 20;
+  run_trials(trials, mib, {0, 1}, {{0, 2e-3}, {1, 1e-3}});
+  EXPECT_TRUE(trials.decided(mib + mib / 4 - 1).has_value());  // the same group: [1 MiB, 1.25 MiB)
+  EXPECT_FALSE(trials.decided(mib + mib / 4).has_value());     // the next one
+  EXPECT_FALSE(trials.decided(mib - 1).has_value());           // the one before
+  EXPECT_FALSE(trials.decided(2 * mib).has_value());
+  EXPECT_TRUE(trials.trial_due(mib + mib / 4));                 // its own first trial
+  EXPECT_NE(trials.explain(name_of).find("[1 MiB, 1.25 MiB)"), std::string::npos) << trials.explain(name_of);
+  // Below 8 B every size is a group of its own.
+  AllreduceTrials small;
+  for (size_t bytes : {size_t{3}, size_t{4}, size_t{7}}) run_trials(small, bytes, {0, 1}, {{0, 1e-3}, {1, 2e-3}});
+  const std::string text = small.explain(name_of);
+  for (const char* group : {"[3 B, 4 B)", "[4 B, 5 B)", "[7 B, 8 B)"})
+    EXPECT_NE(text.find(group), std::string::npos) << group << " in\n" << text;
+}
+
+TEST(AllreduceTrials, TheTrialsComeBackEveryCycle) {
+  AllreduceTrials trials;
+  const size_t bytes = 1 << 16;
+  run_trials(trials, bytes, {0, 1, 2}, {{0, 2e-3}, {1, 1e-3}, {2, 3e-3}});
+  EXPECT_EQ(*trials.decided(bytes), 1);
+  for (uint64_t call = 5; call < AllreduceTrials::kCallsPerCycle; ++call) {
+    ASSERT_FALSE(trials.trial_due(bytes)) << call;
+    ASSERT_EQ(trials.record(bytes, 1, 1e-3), Agreement::kNone);
+  }
+  // A new cycle: the placement may have changed, so every candidate runs
+  // again, and the old choice holds until the new figures settle. Only the
+  // new figures count: with the old ones kept, 1 (1e-3) would win again.
+  EXPECT_TRUE(trials.trial_due(bytes));
+  const std::vector<int> ran = run_trials(trials, bytes, {0, 1, 2}, {{0, 1.5e-3}, {1, 3e-3}, {2, 2e-3}});
+  EXPECT_EQ(ran, (std::vector<int>{0, 1, 2, 0, 2}));
+  EXPECT_EQ(*trials.decided(bytes), 0);
+}
+
+}  // namespace
+}  // namespace matexcomm
