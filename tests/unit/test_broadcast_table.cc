@@ -2,6 +2,7 @@
 // by size, and the round trip through the doubles that rank 0 broadcasts.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "algorithms/broadcast_table.h"
@@ -87,6 +88,47 @@ TEST(BroadcastTable, RefusesTimingsThatCannotServe) {
   std::vector<double> foreign = BroadcastTable().serialize();
   foreign[0] = 99;  // another format version
   EXPECT_THROW(BroadcastTable::deserialize(foreign), Error);
+}
+
+// Every field a corrupt buffer could spoil, one at a time, from a good table:
+// an error that names the field, never a cast of a NaN or a negative number.
+TEST(BroadcastTable, RefusesCorruptFields) {
+  const std::vector<double> good = BroadcastTable::from_timings(flat_then_hier()).serialize();
+  ASSERT_NO_THROW(BroadcastTable::deserialize(good));
+  const size_t timings = flat_then_hier().size();
+  const size_t bands_at = 3 + timings * 3;  // header, then 3 doubles per timing
+  struct Spoil {
+    size_t at;
+    double value;
+    const char* field;
+  };
+  const Spoil spoils[] = {
+      {1, std::nan(""), "timing count"},
+      {1, -1, "timing count"},
+      {1, 1e300, "timing count"},
+      {2, 2.5, "band count"},
+      {2, static_cast<double>(BroadcastTable::kMaxTimings + 1), "band count"},
+      {3, -64, "size"},
+      {4, std::nan(""), "flat time"},
+      {5, HUGE_VAL, "hier time"},
+      {bands_at, std::nan(""), "band size"},
+      {bands_at, -2, "band size"},
+      {bands_at + 1, 0.5, "band choice"},
+      {bands_at + 1, 2, "band choice"},
+      {bands_at + 2, 0, "bands out of order"},
+  };
+  for (const Spoil& spoil : spoils) {
+    std::vector<double> data = good;
+    ASSERT_LT(spoil.at, data.size()) << spoil.field;
+    data[spoil.at] = spoil.value;
+    try {
+      BroadcastTable::deserialize(data);
+      ADD_FAILURE() << spoil.field << " = " << spoil.value << " accepted";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.status(), MATEX_ERR_INTERNAL) << spoil.field;
+      EXPECT_NE(error.message().find(spoil.field), std::string::npos) << error.message();
+    }
+  }
 }
 
 }  // namespace

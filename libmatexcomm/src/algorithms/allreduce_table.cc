@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "algorithms/table_numbers.h"
 #include "core/table_text.h"
 #include "core/error.h"
 
@@ -169,47 +170,38 @@ std::vector<double> AllreduceTable::serialize() const {
   return data;
 }
 
-namespace {
-
-// data[at] as a whole number in [0, limit], or a MATEX_ERR_INTERNAL naming `what`.
-uint64_t whole(const std::vector<double>& data, size_t at, double limit, const char* what) {
-  const double value = at < data.size() ? data[at] : -1;
-  MATEX_REQUIRE(std::isfinite(value) && value >= 0 && value <= limit && value == std::floor(value),
-                MATEX_ERR_INTERNAL, std::string("a corrupt allreduce table arrived: ") + what);
-  return static_cast<uint64_t>(value);
-}
-
-}  // namespace
-
 AllreduceTable AllreduceTable::deserialize(const std::vector<double>& data) {
+  static constexpr const char* kTableName = "allreduce table";
   MATEX_REQUIRE(data.size() >= kHeader && data[0] == kVersion, MATEX_ERR_INTERNAL,
                 "an allreduce table of another version or none arrived");
   AllreduceTable table;
-  const size_t measurements = whole(data, 1, kMaxMeasurements, "measurement count");
-  const size_t bands = whole(data, 2, kLargestPower + 1, "band count");
+  const size_t measurements = whole_number(data, 1, kMaxMeasurements, kTableName, "measurement count");
+  const size_t bands = whole_number(data, 2, kLargestPower + 1, kTableName, "band count");
   MATEX_REQUIRE(bands >= 1 && data.size() >= kHeader + measurements * kPerMeasurement + kPerBand * bands,
                 MATEX_ERR_INTERNAL, "a truncated allreduce table arrived");
   table.calibration_seconds = data[3];
   table.cores_shared = data[4] != 0;
   if (data[5] != -1)  // -1: none
-    table.past_largest = static_cast<AllreduceFamily>(whole(data, 5, kAllreduceFamilies - 1, "family past the largest size"));
+    table.past_largest = static_cast<AllreduceFamily>(
+        whole_number(data, 5, kAllreduceFamilies - 1, kTableName, "family past the largest size"));
   size_t at = kHeader;
   for (size_t i = 0; i < measurements; ++i) {
     Measurement m;
-    m.bytes = whole(data, at++, 0x1p53, "size");
+    m.bytes = whole_number(data, at++, 0x1p53, kTableName, "size");
     for (double* column : {m.seconds, m.in_place_seconds}) {
       for (int f = 0; f < kAllreduceFamilies; ++f) {
-        column[f] = data[at++];
-        MATEX_REQUIRE(std::isfinite(column[f]), MATEX_ERR_INTERNAL, "a corrupt allreduce table arrived: time");
+        column[f] = finite_number(data, at++, kTableName, "time");
       }
     }
     table.measured.push_back(m);
   }
   for (size_t i = 0; i < bands; ++i) {
     Band band;
-    band.up_to_bytes = whole(data, at++, 0x1p53, "band size");
-    band.family = static_cast<AllreduceFamily>(whole(data, at++, kAllreduceFamilies - 1, "family"));
-    band.in_place_family = static_cast<AllreduceFamily>(whole(data, at++, kAllreduceFamilies - 1, "family"));
+    band.up_to_bytes = whole_number(data, at++, 0x1p53, kTableName, "band size");
+    band.family =
+        static_cast<AllreduceFamily>(whole_number(data, at++, kAllreduceFamilies - 1, kTableName, "family"));
+    band.in_place_family =
+        static_cast<AllreduceFamily>(whole_number(data, at++, kAllreduceFamilies - 1, kTableName, "family"));
     MATEX_REQUIRE(table.bands.empty() || table.bands.back().up_to_bytes < band.up_to_bytes, MATEX_ERR_INTERNAL,
                   "a corrupt allreduce table arrived: bands out of order");
     MATEX_REQUIRE(band.in_place_family == band.family ||

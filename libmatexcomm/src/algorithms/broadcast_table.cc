@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "algorithms/table_numbers.h"
 #include "core/table_text.h"
 #include "core/error.h"
 
@@ -71,20 +72,27 @@ std::vector<double> BroadcastTable::serialize() const {
 }
 
 BroadcastTable BroadcastTable::deserialize(const std::vector<double>& data) {
+  static constexpr const char* kTableName = "broadcast table";
   MATEX_REQUIRE(data.size() >= kHeader && data[0] == kVersion, MATEX_ERR_INTERNAL,
                 "a broadcast table of another format arrived");
-  const size_t timing_count = static_cast<size_t>(data[1]);
-  const size_t band_count = static_cast<size_t>(data[2]);
-  MATEX_REQUIRE(timing_count <= kMaxTimings && band_count <= kMaxTimings &&
-                    data.size() >= kHeader + timing_count * kPerTiming + band_count * kPerBand,
-                MATEX_ERR_INTERNAL, "a broadcast table with too many entries arrived");
+  const size_t timing_count = whole_number(data, 1, kMaxTimings, kTableName, "timing count");
+  const size_t band_count = whole_number(data, 2, kMaxTimings, kTableName, "band count");
+  MATEX_REQUIRE(data.size() >= kHeader + timing_count * kPerTiming + band_count * kPerBand, MATEX_ERR_INTERNAL,
+                "a truncated broadcast table arrived");
   BroadcastTable table;
   size_t at = kHeader;
   for (size_t i = 0; i < timing_count; ++i, at += kPerTiming) {
-    table.timings.push_back({static_cast<uint64_t>(data[at]), data[at + 1], data[at + 2]});
+    table.timings.push_back({whole_number(data, at, 0x1p53, kTableName, "size"),
+                             finite_number(data, at + 1, kTableName, "flat time"),
+                             finite_number(data, at + 2, kTableName, "hier time")});
   }
   for (size_t i = 0; i < band_count; ++i, at += kPerBand) {
-    table.bands.push_back({data[at] < 0 ? kEverything : static_cast<uint64_t>(data[at]), data[at + 1] != 0});
+    // -1 stands for every larger size (serialize()).
+    const uint64_t up_to =
+        data[at] == -1 ? kEverything : whole_number(data, at, 0x1p53, kTableName, "band size");
+    MATEX_REQUIRE(table.bands.empty() || table.bands.back().up_to_bytes < up_to, MATEX_ERR_INTERNAL,
+                  "a corrupt broadcast table arrived: bands out of order");
+    table.bands.push_back({up_to, whole_number(data, at + 1, 1, kTableName, "band choice") == 1});
   }
   return table;
 }
