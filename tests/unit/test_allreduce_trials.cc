@@ -30,7 +30,7 @@ std::vector<int> run_trials(AllreduceTrials& trials, size_t bytes, const std::ve
     EXPECT_TRUE(trials.trial_due(bytes)) << "call " << call;
     const int pick = trials.trial_pick(bytes, candidates);
     ran.push_back(pick);
-    const Agreement due = trials.record(bytes, pick, seconds.at(pick));
+    const Agreement due = trials.record(bytes, pick, seconds.at(pick), candidates);
     const Agreement expected = call + 1 == candidates.size() ? Agreement::kChallenger
                                : call == candidates.size() + 1 ? Agreement::kSettle
                                                                 : Agreement::kNone;
@@ -52,7 +52,7 @@ TEST(AllreduceTrials, EachCandidateOnceThenThePickAndTheFastestOther) {
   EXPECT_EQ(*trials.decided(bytes), 1);
   for (int call = 0; call < 10; ++call) {
     EXPECT_FALSE(trials.trial_due(bytes));
-    EXPECT_EQ(trials.record(bytes, 1, 1e-3), Agreement::kNone);
+    EXPECT_EQ(trials.record(bytes, 1, 1e-3, {}), Agreement::kNone);
   }
   const std::string text = trials.explain(name_of);
   EXPECT_NE(text.find("[1 MiB, 1.25 MiB): a1; at 1 MiB, round one a2 3000.0 us, a0 2000.0 us, a1 1000.0 us, "
@@ -68,20 +68,20 @@ TEST(AllreduceTrials, TheAgreedFiguresDecideNotThisRanks) {
   const std::map<int, double> here{{0, 3e-3}, {1, 1e-3}, {2, 2e-3}};  // here 1 is fastest
   for (size_t call = 0; call < candidates.size(); ++call) {
     const int pick = trials.trial_pick(bytes, candidates);
-    if (trials.record(bytes, pick, here.at(pick)) == Agreement::kChallenger) {
+    if (trials.record(bytes, pick, here.at(pick), candidates) == Agreement::kChallenger) {
       EXPECT_EQ(trials.figures(bytes).size(), 3u);
-      trials.choose_challenger(bytes, {3e-9, 2e-9, 1e-9});  // on the slowest rank 2 is
+      trials.choose_challenger(bytes, {3e-9, 2e-9, 1e-9});  // agreed: 2 is
     }
   }
   EXPECT_EQ(trials.trial_pick(bytes, candidates), 0);
-  trials.record(bytes, 0, 3e-3);
+  trials.record(bytes, 0, 3e-3, candidates);
   EXPECT_EQ(trials.trial_pick(bytes, candidates), 2);
-  ASSERT_EQ(trials.record(bytes, 2, 2e-3), Agreement::kSettle);
+  ASSERT_EQ(trials.record(bytes, 2, 2e-3, candidates), Agreement::kSettle);
   const std::vector<double> mine = trials.figures(bytes);
   ASSERT_EQ(mine.size(), 2u);
   EXPECT_DOUBLE_EQ(mine[0], 3e-3 / bytes);
   EXPECT_DOUBLE_EQ(mine[1], 2e-3 / bytes);
-  trials.settle(bytes, {1e-9, 2e-9});  // the slowest rank's: the rule's pick is faster
+  trials.settle(bytes, {1e-9, 2e-9});  // agreed: the rule's pick is faster
   EXPECT_EQ(*trials.decided(bytes), 0);
 }
 
@@ -94,7 +94,7 @@ TEST(AllreduceTrials, TheFastestCallCountsAndTiesKeepTheRulesPick) {
   for (size_t call = 0; call < 4; ++call) {
     const int pick = trials.trial_pick(bytes, candidates);
     EXPECT_EQ(pick, candidates[call % 2]);
-    const Agreement due = trials.record(bytes, pick, seconds[call]);
+    const Agreement due = trials.record(bytes, pick, seconds[call], candidates);
     if (due == Agreement::kChallenger) trials.choose_challenger(bytes, trials.figures(bytes));
     if (due == Agreement::kSettle) trials.settle(bytes, trials.figures(bytes));
   }
@@ -116,7 +116,7 @@ TEST(AllreduceTrials, OneCandidateServesWithoutTrials) {
   const size_t bytes = 4096;
   EXPECT_TRUE(trials.trial_due(bytes));
   EXPECT_EQ(trials.trial_pick(bytes, {2}), 2);
-  EXPECT_EQ(trials.record(bytes, 2, 1e-3), Agreement::kNone);
+  EXPECT_EQ(trials.record(bytes, 2, 1e-3, {2}), Agreement::kNone);
   EXPECT_FALSE(trials.trial_due(bytes));
   EXPECT_EQ(*trials.decided(bytes), 2);
   EXPECT_TRUE(trials.explain(name_of).empty());  // nothing was timed
@@ -126,6 +126,38 @@ TEST(AllreduceTrials, BadCandidatesAreAnInternalError) {
   AllreduceTrials trials;
   EXPECT_ANY_THROW(trials.trial_pick(64, {}));
   EXPECT_ANY_THROW(trials.trial_pick(64, {0, 1, 2, 3, 4}));
+  EXPECT_ANY_THROW(trials.record(64, 1, 1e-6, {0, 1}));  // a cycle opens with the rule's pick
+  trials.record(64, 0, 1e-6, {0, 1});
+  EXPECT_ANY_THROW(trials.record(64, 0, 1e-6, {}));  // the turn is 1's
+}
+
+// A trial call that failed (the call check raised on every rank) is not
+// recorded: trial_pick alone changes nothing, and the next call runs the same turn.
+TEST(AllreduceTrials, APickWithoutARecordChangesNothing) {
+  AllreduceTrials trials;
+  const size_t bytes = 1 << 20;
+  run_trials(trials, bytes, {0, 1}, {{0, 2e-3}, {1, 1e-3}});
+  for (uint64_t call = 4; call < AllreduceTrials::kCallsPerCycle; ++call) trials.record(bytes, 1, 1e-3, {});
+  // The next cycle's first call: {2, 0} now; it fails, so the old choice stands.
+  ASSERT_TRUE(trials.trial_due(bytes));
+  EXPECT_EQ(trials.trial_pick(bytes, {2}), 2);
+  EXPECT_EQ(*trials.decided(bytes), 1);
+  EXPECT_NE(trials.explain(name_of).find("a1"), std::string::npos);
+  EXPECT_EQ(trials.trial_pick(bytes, {2, 0}), 2);
+  EXPECT_EQ(trials.record(bytes, 2, 1e-3, {2, 0}), Agreement::kNone);
+  EXPECT_EQ(trials.trial_pick(bytes, {2, 0}), 0);  // the second turn, from the recorded cycle
+}
+
+TEST(AllreduceTrials, GroupFloorIsTheGroupsSmallestSize) {
+  for (size_t bytes : {size_t{1}, size_t{3}, size_t{4}, size_t{7}, size_t{8}, size_t{9}, size_t{1000}, size_t{65536},
+                       size_t{65537}, size_t{81919}, size_t{81920}, size_t{1} << 40}) {
+    const size_t floor = AllreduceTrials::group_floor(bytes);
+    EXPECT_LE(floor, bytes) << bytes;
+    EXPECT_GT(floor * 5, bytes * 4 - 4) << bytes;  // within 25 %, give or take the smallest groups
+    EXPECT_EQ(AllreduceTrials::group_floor(floor), floor) << bytes;
+  }
+  EXPECT_EQ(AllreduceTrials::group_floor(81919), 65536u);
+  EXPECT_EQ(AllreduceTrials::group_floor(81920), 81920u);
 }
 
 TEST(AllreduceTrials, FourGroupsPerPowerOfTwo) {
@@ -153,7 +185,7 @@ TEST(AllreduceTrials, TheTrialsComeBackEveryCycle) {
   EXPECT_EQ(*trials.decided(bytes), 1);
   for (uint64_t call = 5; call < AllreduceTrials::kCallsPerCycle; ++call) {
     ASSERT_FALSE(trials.trial_due(bytes)) << call;
-    ASSERT_EQ(trials.record(bytes, 1, 1e-3), Agreement::kNone);
+    ASSERT_EQ(trials.record(bytes, 1, 1e-3, {}), Agreement::kNone);
   }
   // A new cycle: the placement may have changed, so every candidate runs
   // again, and the old choice holds until the new figures settle. Only the

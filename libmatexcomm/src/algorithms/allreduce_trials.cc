@@ -53,31 +53,48 @@ bool AllreduceTrials::trial_due(size_t bytes) const {
   return is_trial(in_cycle(group->calls), group->cycle.candidates.size());
 }
 
-int AllreduceTrials::trial_pick(size_t bytes, const std::vector<int>& candidates) {
-  Group& group = at(bytes);
-  const uint64_t position = in_cycle(group.calls);
+size_t AllreduceTrials::group_floor(size_t bytes) { return group_start(group_of(bytes)); }
+
+int AllreduceTrials::trial_pick(size_t bytes, const std::vector<int>& candidates) const {
+  const Group* group = find(bytes);
+  const uint64_t position = in_cycle(group == nullptr ? 0 : group->calls);
   if (position == 0) {
     MATEX_REQUIRE(!candidates.empty() && candidates.size() <= kMaxCandidates, MATEX_ERR_INTERNAL,
                   "allreduce trials take 1 to " + std::to_string(kMaxCandidates) + " candidates, not " +
                       std::to_string(candidates.size()));
-    group.fastest.assign(candidates.size(), -1);
-    group.cycle = Outcome{candidates, {}, 0, {}};
-    if (candidates.size() == 1) group.choice = candidates[0];
+    return candidates[0];
   }
-  const size_t count = group.cycle.candidates.size();
+  const size_t count = group->cycle.candidates.size();
   MATEX_REQUIRE(is_trial(position, count), MATEX_ERR_INTERNAL, "no allreduce trial is due at this size");
-  if (position < count) return group.cycle.candidates[position];
-  return group.cycle.candidates[position == count ? 0 : group.cycle.challenger];
+  if (position < count) return group->cycle.candidates[position];
+  return group->cycle.candidates[position == count ? 0 : group->cycle.challenger];
 }
 
-AllreduceTrials::Agreement AllreduceTrials::record(size_t bytes, int algorithm, double seconds) {
+AllreduceTrials::Agreement AllreduceTrials::record(size_t bytes, int algorithm, double seconds,
+                                                   const std::vector<int>& candidates) {
   Group& group = at(bytes);
-  const uint64_t position = in_cycle(group.calls++);
+  const uint64_t position = in_cycle(group.calls);
+  if (position == 0) {
+    // The cycle starts only now that its first call returned: a call that
+    // failed on some ranks left every rank's state as it was.
+    MATEX_REQUIRE(!candidates.empty() && candidates.size() <= kMaxCandidates && candidates[0] == algorithm,
+                  MATEX_ERR_INTERNAL, "a cycle of allreduce trials must open with the rule's pick");
+    group.cycle = Outcome{candidates, {}, 0, {}};
+    group.fastest.assign(candidates.size(), -1);
+    if (candidates.size() == 1) {
+      group.choice = candidates[0];
+      group.settled.reset();  // nothing was timed
+    }
+  }
   const size_t count = group.cycle.candidates.size();
-  if (count < 2 || !is_trial(position, count)) return Agreement::kNone;
+  if (count < 2 || !is_trial(position, count)) {
+    ++group.calls;
+    return Agreement::kNone;
+  }
   const size_t index = position < count ? position : position == count ? 0 : group.cycle.challenger;
   MATEX_REQUIRE(group.cycle.candidates[index] == algorithm, MATEX_ERR_INTERNAL,
                 "an allreduce trial ran another algorithm than its turn's");
+  ++group.calls;
   double& fastest = group.fastest[index];
   const double per_byte = seconds / static_cast<double>(bytes);
   if (fastest < 0 || per_byte < fastest) fastest = per_byte;
@@ -98,7 +115,7 @@ void AllreduceTrials::choose_challenger(size_t bytes, const std::vector<double>&
   MATEX_REQUIRE(slowest_rank_figures.size() == group.cycle.candidates.size(), MATEX_ERR_INTERNAL,
                 "round one of the allreduce trials needs a figure per candidate");
   group.cycle.first_round = slowest_rank_figures;
-  // The figures are the same on every rank, so is the challenger (ties: the earlier candidate).
+  // The agreed figures are the same on every rank, so is the challenger (ties: the earlier candidate).
   group.cycle.challenger = 1;
   for (size_t i = 2; i < slowest_rank_figures.size(); ++i) {
     if (slowest_rank_figures[i] < slowest_rank_figures[group.cycle.challenger]) group.cycle.challenger = i;

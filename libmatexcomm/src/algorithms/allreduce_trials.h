@@ -13,15 +13,17 @@
 //   group's cycle starts with the caller's candidates (registry indices, the
 //   rule's or table's pick first, at most kMaxCandidates, the same on every
 //   rank). Round one runs each candidate once; the caller then agrees on the
-//   slowest rank's figures (max over ranks), and the fastest challenger goes
-//   on. Round two runs the rule's pick and that challenger once more; the
+//   figures (min over ranks: the last rank to arrive, whose time does not
+//   count how late the others came), and the fastest challenger goes on. Round two runs the rule's pick and that challenger once more; the
 //   caller agrees again, and settle() keeps the rule's pick unless the
 //   challenger's fastest call was kMargin faster: the group's choice, the same
 //   on every rank. The trials repeat every kCallsPerCycle calls of a group, since the placement
 //   can change while a job runs.
-// Cost: per group and cycle, candidates + 2 calls (at most 6, 5 with three
-//   candidates: within matex-bench's 5 warm-up calls) and two
+// Cost: per group and cycle, candidates + 2 calls (4 to 6; with up to three
+//   candidates they fit in matex-bench's 5 warm-up calls) and two
 //   MPI_Allreduce of a few doubles; otherwise an array lookup per call.
+//   The challenger is the fastest of single calls, so luck favours it a
+//   little; its second call and the margin temper that.
 // Preconditions: every rank makes the same calls with the same sizes (as
 //   allreduce requires) and takes part for the same calls with the same
 //   candidates (the caller decides from state that is identical on every
@@ -44,17 +46,23 @@ class AllreduceTrials {
   static constexpr double kMargin = 0.03;  // as the allreduce table's
   enum class Agreement { kNone, kChallenger, kSettle };
 
+  // The smallest size of the group `bytes` (> 0) falls in: the caller works
+  // out a group's candidates there, whichever size opens its cycle.
+  static size_t group_floor(size_t bytes);
   // Whether the next call of `bytes` (> 0) is a trial (to be timed).
   bool trial_due(size_t bytes) const;
-  // The algorithm that trial runs. `candidates` (the rule's pick first, 1 to
-  // kMaxCandidates distinct indices) is read at a cycle's first call only;
-  // with one candidate there is nothing to try and it serves the group.
-  int trial_pick(size_t bytes, const std::vector<int>& candidates);
+  // The algorithm that trial runs; changes nothing. `candidates` (the rule's
+  // pick first, 1 to kMaxCandidates distinct indices) is read at a cycle's
+  // first call only, which runs the rule's pick.
+  int trial_pick(size_t bytes, const std::vector<int>& candidates) const;
   // Records a call of `bytes` that ran `algorithm` in `seconds` (read for
-  // trials only), and says which agreement is due after it: kChallenger,
-  // agree on figures() (max over ranks) and pass them to choose_challenger();
-  // kSettle, agree on figures() and pass them to settle().
-  Agreement record(size_t bytes, int algorithm, double seconds);
+  // trials only) and returned on every rank; at a cycle's first call it also
+  // starts the cycle with `candidates` (as given to trial_pick; with one
+  // there is nothing to try and it serves the group). Says which agreement is
+  // due after it: kChallenger, agree on figures() (min over ranks) and pass
+  // them to choose_challenger(); kSettle, agree on figures() and pass them to
+  // settle().
+  Agreement record(size_t bytes, int algorithm, double seconds, const std::vector<int>& candidates);
   // This rank's fastest seconds per byte: every candidate's after round one,
   // [rule's pick, challenger] after round two.
   std::vector<double> figures(size_t bytes) const;

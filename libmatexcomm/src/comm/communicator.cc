@@ -267,7 +267,8 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   // trial call runs the trial's pick.
   const bool takes_part = takes_trial(bytes, hints);
   const bool timed = takes_part && trials_->trial_due(bytes);
-  if (timed) chosen = trials_->trial_pick(bytes, trial_candidates(bytes));
+  const std::vector<int> candidates = timed ? trial_candidates(bytes) : std::vector<int>{};
+  if (timed) chosen = trials_->trial_pick(bytes, candidates);
   const bool cold = hints.cold_output && send != recv;
   const AllreduceAlgorithm& algorithm = allreduce_registry()[chosen];
   last_[MATEX_COLL_ALLREDUCE] = algorithm.name;
@@ -292,7 +293,7 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
     AllreduceArgs args{send, recv, count, dtype, op, chosen, sequence_, streaming};
     algorithm.run(context_, args);
   }, compared_inside_node, carried);
-  if (takes_part) record_trial(bytes, chosen, timed ? MPI_Wtime() - started : 0);  // counts every call
+  if (takes_part) record_trial(bytes, chosen, timed ? MPI_Wtime() - started : 0, candidates);  // counts every call
 }
 
 bool Communicator::fuses_without_copies() const {

@@ -27,8 +27,9 @@ namespace matexcomm {
 
 // What a caller inside the library knows about an allreduce's buffers.
 struct AllreduceHints {
-  // The output is large and not in cache (the engine's unfused tensors): use
-  // rs_ar_ag (in place too, so that placement never changes the choice), and out
+  // The output is large and not in cache (the engine's unfused tensors): where
+  // auto would run rs_ar_ag_cma, run rs_ar_ag (in place too, so that placement
+  // never changes the choice), and out
   // of place write with streaming stores rather than the kernel's single copies,
   // which read every cold output line before writing it.
   bool cold_output = false;
@@ -167,10 +168,11 @@ class Communicator {
   // The trials' contenders at `bytes`: the rule's or table's pick (out of
   // place) first, then those that can win here (comm/communicator_trials.cc).
   std::vector<int> trial_candidates(size_t bytes) const;
-  // Records a call that takes part; after a round of trials, agrees with
-  // every rank on the figures (collective then).
-  void record_trial(size_t bytes, int ran, double seconds);
-  // The slowest rank's figures: an MPI_Iallreduce (max) on trials_comm_.
+  // Records a call that takes part and returned; after a round of trials,
+  // agrees with every rank on the figures (collective then). A failure there
+  // fails the communicator, whose ranks could no longer choose alike.
+  void record_trial(size_t bytes, int ran, double seconds, const std::vector<int>& candidates);
+  // The last-arriving rank's figures: an MPI_Iallreduce (min) on trials_comm_.
   std::vector<double> agree_on_trials(const std::vector<double>& mine);
   static int collective_index(matex_collective_t coll);
   // Runs one collective after its arguments were checked: counts the call,
@@ -204,6 +206,7 @@ class Communicator {
   // not under MATEX_CALIBRATE=off); thresholds_.trials points here.
   std::unique_ptr<AllreduceTrials> trials_;
   UniqueComm trials_comm_;  // the trials' agreements, alone on it (null without trials)
+  std::vector<double> trial_figures_;  // an agreement's buffers: they outlive a request an error left pending
   bool cores_shared_anywhere_ = false;  // some host has more ranks than cores (the same on every rank)
   size_t streaming_min_bytes_ = 0;
   std::string choice_[4];

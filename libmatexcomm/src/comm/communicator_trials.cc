@@ -42,38 +42,53 @@ bool Communicator::takes_trial(size_t bytes, const AllreduceHints& hints) const 
 }
 
 std::vector<int> Communicator::trial_candidates(size_t bytes) const {
+  // At the group's smallest size, so that the candidates do not depend on
+  // which size of the group opens a cycle.
+  const size_t floor = AllreduceTrials::group_floor(bytes);
   AllreduceThresholds without_trials = thresholds_;
   without_trials.trials = nullptr;
-  std::vector<int> candidates{select_allreduce(context_, "auto", bytes, false, without_trials)};
+  std::vector<int> candidates{select_allreduce(context_, "auto", floor, false, without_trials)};
   const auto add = [&](const char* name) {
     const int index = find_allreduce(name);
     if (std::find(candidates.begin(), candidates.end(), index) == candidates.end()) candidates.push_back(index);
   };
   const bool several_per_node = layout_.node_count < layout_.world_size;
   if (layout_.node_count > 1) add("flat");
-  if (several_per_node && bytes <= kSmallTrialMaxBytes) add(small_family_algorithm(context_));
+  if (several_per_node && floor <= kSmallTrialMaxBytes) add(small_family_algorithm(context_));
   add("rs_ar_ag");
   if (several_per_node && context_.single_copy_ok) add("rs_ar_ag_cma");
   return candidates;
 }
 
-void Communicator::record_trial(size_t bytes, int ran, double seconds) {
-  switch (trials_->record(bytes, ran, seconds)) {
-    case AllreduceTrials::Agreement::kNone: return;
-    case AllreduceTrials::Agreement::kChallenger:
-      trials_->choose_challenger(bytes, agree_on_trials(trials_->figures(bytes)));
-      return;
-    case AllreduceTrials::Agreement::kSettle: trials_->settle(bytes, agree_on_trials(trials_->figures(bytes)));
+void Communicator::record_trial(size_t bytes, int ran, double seconds, const std::vector<int>& candidates) {
+  try {
+    switch (trials_->record(bytes, ran, seconds, candidates)) {
+      case AllreduceTrials::Agreement::kNone: return;
+      case AllreduceTrials::Agreement::kChallenger:
+        trials_->choose_challenger(bytes, agree_on_trials(trials_->figures(bytes)));
+        return;
+      case AllreduceTrials::Agreement::kSettle: trials_->settle(bytes, agree_on_trials(trials_->figures(bytes)));
+    }
+  } catch (const std::exception& error) {
+    // This rank's trials may now be out of step with the others': no further call may run.
+    failure_ = std::string("the allreduce trials failed: ") + error.what();
+    if (shm_) shm_->abandon();
+    throw;
   }
 }
 
 std::vector<double> Communicator::agree_on_trials(const std::vector<double>& mine) {
-  std::vector<double> slowest(mine.size());
+  // The minimum: each rank timed its own call from its own arrival, so the
+  // last rank to arrive timed the algorithm without the wait for the others.
   // On the trials' own duplicate, so that it can never meet another
   // collective; waited for with backoff, warning once as the call check does
   // (a rank whose call failed never arrives).
+  // Both buffers are members: an error below leaves the request pending.
+  trial_figures_ = mine;
+  trial_figures_.resize(2 * mine.size());
+  double* agreed = trial_figures_.data() + mine.size();
   MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallreduce(mine.data(), slowest.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX,
+  check_mpi(MPI_Iallreduce(trial_figures_.data(), agreed, static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MIN,
                            trials_comm_.get(), &request),
             "MPI_Iallreduce of the allreduce trials");
   wait_without_timeout(
@@ -87,7 +102,7 @@ std::vector<double> Communicator::agree_on_trials(const std::vector<double>& min
                                        " s for every rank to agree on the allreduce trials of collective call #" +
                                        std::to_string(sequence_) + "; did a rank's allreduce fail?");
       });
-  return slowest;
+  return std::vector<double>(agreed, agreed + mine.size());
 }
 
 }  // namespace matexcomm

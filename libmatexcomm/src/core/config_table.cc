@@ -66,15 +66,16 @@ const std::vector<ConfigEntry>& config_table() {
        "From this size auto uses rs_ar_ag_cma (single copies) where cross-memory attach works; below it "
        "the system calls cost more than the copies they save."},
       {"MATEX_CMA_MAX_BYTES", ConfigType::kBytes, "32M", "", 0, 1e18, kSameOnAllRanks,
-       "From this size on auto goes back to rs_ar_ag for out-of-place calls, whose streaming stores win "
-       "once the data no longer fits in the caches; in-place calls keep rs_ar_ag_cma. The ranks of a node "
-       "must then agree on in-place."},
+       "From this size on the fixed sizes go back to rs_ar_ag for out-of-place calls, whose streaming stores "
+       "win once the data no longer fits in the caches; in-place calls keep rs_ar_ag_cma. The ranks of a "
+       "node must then agree on in-place. Once the trials (MATEX_ALLREDUCE_TRIALS) settle a size, their "
+       "choice serves both placements."},
       {"MATEX_ALLREDUCE_TRIALS", ConfigType::kBool, "1", "", kUnbounded, kUnbounded, kSameOnAllRanks,
        "Auto's allreduce is timed on the caller's calls, per size group (four per power of two): each "
        "contender once (the table's or fixed sizes' pick, flat on several nodes, oneshot or rab up to 64 KiB, "
        "rs_ar_ag, rs_ar_ag_cma), then the pick and the fastest other once more; the other serves the group "
-       "if it was 3 % faster on the slowest rank, and the trials repeat every 512 calls of a group: what wins "
-       "depends on where the cores sit, which can change from run to run. 0, or MATEX_CALIBRATE=off: the "
+       "if it was 3 % faster on the rank that arrived last, and the trials repeat every 512 calls of a group: "
+       "what wins depends on where the cores sit, which can change from run to run. 0, or MATEX_CALIBRATE=off: the "
        "table or the fixed sizes alone decide. Not for the engine's fused calls."},
       {"MATEX_SHM_CHUNK_BYTES", ConfigType::kBytes, "1M", "", 64, kGiB / 4, kSameOnAllRanks,
        "Bytes per pipeline step of the shared-memory transport and of the rails (rounded up to 64 B). "
