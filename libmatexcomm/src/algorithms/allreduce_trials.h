@@ -13,8 +13,8 @@
 //   group's cycle starts with the caller's candidates (registry indices, the
 //   rule's or table's pick first, at most kMaxCandidates, the same on every
 //   rank). Round one runs each candidate once; the caller then agrees on the
-//   figures (min over ranks: the last rank to arrive, whose time does not
-//   count how late the others came), and the fastest challenger goes on. Round two runs the rule's pick and that challenger once more; the
+//   slowest rank's figures (max over ranks), and the fastest challenger goes
+//   on. Round two runs the rule's pick and that challenger once more; the
 //   caller agrees again, and settle() keeps the rule's pick unless the
 //   challenger's fastest call was kMargin faster: the group's choice, the same
 //   on every rank. The trials repeat every kCallsPerCycle calls of a group, since the placement
@@ -59,7 +59,7 @@ class AllreduceTrials {
   // trials only) and returned on every rank; at a cycle's first call it also
   // starts the cycle with `candidates` (as given to trial_pick; with one
   // there is nothing to try and it serves the group). Says which agreement is
-  // due after it: kChallenger, agree on figures() (min over ranks) and pass
+  // due after it: kChallenger, agree on figures() (max over ranks) and pass
   // them to choose_challenger(); kSettle, agree on figures() and pass them to
   // settle().
   Agreement record(size_t bytes, int algorithm, double seconds, const std::vector<int>& candidates);

@@ -172,7 +172,7 @@ class Communicator {
   // agrees with every rank on the figures (collective then). A failure there
   // fails the communicator, whose ranks could no longer choose alike.
   void record_trial(size_t bytes, int ran, double seconds, const std::vector<int>& candidates);
-  // The last-arriving rank's figures: an MPI_Iallreduce (min) on trials_comm_.
+  // The slowest rank's figures: an MPI_Iallreduce (max) on trials_comm_.
   std::vector<double> agree_on_trials(const std::vector<double>& mine);
   static int collective_index(matex_collective_t coll);
   // Runs one collective after its arguments were checked: counts the call,

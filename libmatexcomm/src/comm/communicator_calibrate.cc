@@ -238,12 +238,12 @@ std::string Communicator::describe_selection() const {
   if (choice == "auto" && trials_ != nullptr) {
     text += "  then trials on the caller's calls, per size group (four per power of two): each contender once, "
             "then the pick above and the fastest other once more; the other serves the group if its fastest call "
-            "(on the rank that arrived last) was " + std::to_string(static_cast<int>(AllreduceTrials::kMargin * 100)) +
+            "on the slowest rank was " + std::to_string(static_cast<int>(AllreduceTrials::kMargin * 100)) +
             " % faster; timed again every " + std::to_string(AllreduceTrials::kCallsPerCycle) +
             " calls (MATEX_ALLREDUCE_TRIALS)";
     const std::string settled =
         trials_->explain([](int index) { return allreduce_registry()[index].name; });
-    text += settled.empty() ? "; none settled yet\n" : "; settled so far (the last-arriving rank's fastest call):\n" + settled;
+    text += settled.empty() ? "; none settled yet\n" : "; settled so far (the slowest rank's fastest call):\n" + settled;
   }
   const bool hierarchy_helps = broadcast_hierarchy_helps(context_);
   const std::string& broadcast_choice = choice_[collective_index(MATEX_COLL_BROADCAST)];

@@ -78,9 +78,12 @@ void Communicator::record_trial(size_t bytes, int ran, double seconds, const std
 }
 
 std::vector<double> Communicator::agree_on_trials(const std::vector<double>& mine) {
-  // The minimum: each rank timed its own call from its own arrival, so the
-  // last rank to arrive timed the algorithm without the wait for the others.
-  // On the trials' own duplicate, so that it can never meet another
+  // The maximum: the slowest rank's fastest call, as the calibration at init
+  // and matex-tune take. Each rank times its call from its own arrival, so
+  // this counts how late the others came; the minimum (the last rank to
+  // arrive) undercounts more: on 1,1,1,1 the last rank into flat's recursive
+  // doubling found its partners' messages waiting and took 1.4 us, where the
+  // race timed the call at 11.5 us. On the trials' own duplicate, so that it can never meet another
   // collective; waited for with backoff, warning once as the call check does
   // (a rank whose call failed never arrives).
   // Both buffers are members: an error below leaves the request pending.
@@ -88,7 +91,7 @@ std::vector<double> Communicator::agree_on_trials(const std::vector<double>& min
   trial_figures_.resize(2 * mine.size());
   double* agreed = trial_figures_.data() + mine.size();
   MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallreduce(trial_figures_.data(), agreed, static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MIN,
+  check_mpi(MPI_Iallreduce(trial_figures_.data(), agreed, static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX,
                            trials_comm_.get(), &request),
             "MPI_Iallreduce of the allreduce trials");
   wait_without_timeout(
