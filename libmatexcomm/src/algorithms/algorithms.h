@@ -3,8 +3,8 @@
 //
 // Selection is a pure function of (message size, layout, configuration, the
 // allreduce table rank 0 broadcast at creation, the allreduce trials'
-// settled choices), all of which are identical on every rank, so every rank picks the
-// same algorithm without talking to the others.
+// settled choices), all of which are identical on every rank, so every rank
+// picks the same algorithm without talking to the others.
 #pragma once
 
 #include <string>

@@ -1,8 +1,6 @@
 // allreduce_trials.cc - see allreduce_trials.h.
 #include "algorithms/allreduce_trials.h"
 
-#include <cstdio>
-
 #include "core/error.h"
 #include "core/table_text.h"
 

@@ -83,10 +83,11 @@ std::vector<double> Communicator::agree_on_trials(const std::vector<double>& min
   // this counts how late the others came; the minimum (the last rank to
   // arrive) undercounts more: on 1,1,1,1 the last rank into flat's recursive
   // doubling found its partners' messages waiting and took 1.4 us, where the
-  // race timed the call at 11.5 us. On the trials' own duplicate, so that it can never meet another
+  // race timed the call at 11.5 us.
+  // On the trials' own duplicate, so that it can never meet another
   // collective; waited for with backoff, warning once as the call check does
-  // (a rank whose call failed never arrives).
-  // Both buffers are members: an error below leaves the request pending.
+  // (a rank whose call failed never arrives). Both buffers are members: an
+  // error below leaves the request pending.
   trial_figures_ = mine;
   trial_figures_.resize(2 * mine.size());
   double* agreed = trial_figures_.data() + mine.size();
