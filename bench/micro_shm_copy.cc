@@ -14,7 +14,7 @@ namespace {
 
 void shm_copy_benchmark(benchmark::State& state, bool into_segment) {
   const size_t bytes = static_cast<size_t>(state.range(0));
-  matexcomm::ShmSegment segment = matexcomm::ShmSegment::create(bytes);
+  matexcomm::ShmSegment segment = matexcomm::ShmSegment::create(bytes, bytes);
   segment.unlink_name();  // nothing to leave behind even if the process dies
   std::memset(segment.data(), 1, bytes);
   AlignedBuffer local(bytes);

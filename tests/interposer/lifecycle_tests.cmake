@@ -5,10 +5,12 @@
 # 6-8, as under ctest -j), never below 60 s.
 
 # interposer_lifecycle <cycles>: every collective it makes qualifies, so under
-# MATEX_INTERPOSE=all every one is served. Measured, idle / loaded: np2 10000
-# cycles 18 s / 130 s (the two ranks' shared-memory waits suffer most when
-# other processes take the cores), np4 (2,2) 1000 cycles 7.5 s / 13 s, np1
-# 1000 cycles 0.8 s / 0.9 s.
+# MATEX_INTERPOSE=all every one is served. Measured idle / beside two
+# SCHED_IDLE busy loops (as CI's sanitizer build): np2 10000 cycles 4.0 s /
+# 4.6 s, np4 (2,2) 1000 cycles 1.7 s / 2.4 s, np1 1000 cycles 0.6 s. (Before
+# node buffers were reserved on first use, each cycle zeroed 6 MiB: np2 took
+# 35 s idle and 80-140 s in CI.) Beside two busy loops of normal priority the
+# ranks' waits hand their cores over: np2 300 cycles took 5.7 s.
 set(lifecycle_checks --expect MPI_Allreduce=1 --expect MPI_Bcast=1 --expect MPI_Allgather=1)
 matex_add_interposer_test(interposer.lifecycle.np2 2 "" 400 all
   ARGS interposer_lifecycle 10000

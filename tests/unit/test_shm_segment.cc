@@ -1,5 +1,6 @@
 // Unit tests of the POSIX shared-memory owner: naming, mode, visibility of
-// writes between two mappings, unlinking, and clean-up by RAII.
+// writes between two mappings, unlinking, clean-up by RAII, and reserving
+// memory up front or on demand.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -7,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -22,7 +24,7 @@ bool exists_in_dev_shm(const std::string& name) {
 }
 
 TEST(ShmSegment, CreateMapUnlink) {
-  ShmSegment created = ShmSegment::create(8192);
+  ShmSegment created = ShmSegment::create(8192, 8192);
   ASSERT_NE(created.data(), nullptr);
   EXPECT_EQ(created.size(), 8192u);
   EXPECT_EQ(created.name().rfind(std::string("/") + kShmNamePrefix, 0), 0u) << created.name();
@@ -44,10 +46,81 @@ TEST(ShmSegment, CreateMapUnlink) {
   EXPECT_STREQ(static_cast<const char*>(created.data()), "world");
 }
 
+// Bytes of memory behind the segment `name` (its blocks in /dev/shm).
+long long backed_bytes(const std::string& name) {
+  struct stat info;
+  EXPECT_EQ(::stat(("/dev/shm" + name).c_str(), &info), 0) << name;
+  return static_cast<long long>(info.st_blocks) * 512;
+}
+
+// A channel that only ever carries small calls must not pay for zeroing all
+// of its buffers when it is created: only what create reserves is backed, and
+// reserve backs more on demand (where the kernel can reserve after mapping).
+TEST(ShmSegment, ReservesUpFrontOnlyWhatItIsAskedTo) {
+  constexpr size_t kBytes = 1 << 20;
+  ShmSegment created = ShmSegment::create(kBytes, 4096);
+  ShmSegment opened = ShmSegment::open(created.name(), kBytes);
+  if (!ShmSegment::reserves_later()) {
+    EXPECT_EQ(backed_bytes(created.name()), static_cast<long long>(kBytes)) << "no MADV_POPULATE_WRITE: all reserved";
+    GTEST_SKIP() << "this kernel cannot reserve after mapping (MADV_POPULATE_WRITE, Linux 5.14)";
+  }
+  EXPECT_EQ(backed_bytes(created.name()), 4096);
+  // From the other mapping, at an offset that is not page-aligned: whole pages around it.
+  opened.reserve(65536 + 100, 131072);
+  const long long backed = backed_bytes(created.name());
+  EXPECT_GE(backed, 4096 + 131072);
+  EXPECT_LE(backed, 4096 + 131072 + 2 * 4096);
+  // Reserving what is reserved, or past the end (clipped), is harmless.
+  opened.reserve(65536, 4096);
+  EXPECT_EQ(backed_bytes(created.name()), backed);
+  created.reserve(kBytes - 4096, 1 << 20);
+  EXPECT_EQ(backed_bytes(created.name()), backed + 4096);
+  // Reserved memory is zero and shared between the mappings.
+  char* mine = static_cast<char*>(created.data());
+  const char* theirs = static_cast<const char*>(opened.data());
+  EXPECT_EQ(theirs[65536 + 100], 0);
+  EXPECT_EQ(theirs[kBytes - 1], 0);
+  mine[65536 + 100] = 7;
+  mine[kBytes - 1] = 9;
+  EXPECT_EQ(theirs[65536 + 100], 7);
+  EXPECT_EQ(theirs[kBytes - 1], 9);
+}
+
+// Run by the ctest shm_segment.full_dev_shm only, in its own mount namespace
+// with a 1 MiB tmpfs on /dev/shm (MATEX_TEST_SMALL_DEV_SHM=1): what does not
+// fit is a clear error, at creation or when reserving, never a SIGBUS.
+TEST(ShmSegmentOnASmallDevShm, WhatDoesNotFitIsAClearError) {
+  const char* small = std::getenv("MATEX_TEST_SMALL_DEV_SHM");
+  if (small == nullptr || std::string(small) != "1") GTEST_SKIP() << "needs a 1 MiB /dev/shm (ctest shm_segment.full_dev_shm)";
+  if (!ShmSegment::reserves_later()) GTEST_SKIP() << "this kernel reserves everything at creation";
+  // Creation checks that what is reserved later fits now.
+  try {
+    ShmSegment::create(2 << 20, 4096);
+    FAIL() << "a 2 MiB segment was created on a 1 MiB /dev/shm";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.status(), MATEX_ERR_SYSTEM);
+    EXPECT_NE(error.message().find("/dev/shm has"), std::string::npos) << error.message();
+    EXPECT_NE(error.message().find("MATEX_SHM_CHUNK_BYTES"), std::string::npos) << error.message();
+  }
+  // It fits at creation, then something else takes the space: reserving fails cleanly.
+  ShmSegment segment = ShmSegment::create(512 << 10, 4096);
+  ShmSegment hog = ShmSegment::create(900 << 10, 900 << 10);
+  try {
+    segment.reserve(0, 512 << 10);
+    FAIL() << "reserving 512 KiB succeeded with about 100 KiB free";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.status(), MATEX_ERR_SYSTEM);
+    EXPECT_NE(error.message().find("/dev/shm is full"), std::string::npos) << error.message();
+  }
+  // What was reserved stays usable.
+  static_cast<char*>(segment.data())[100] = 1;
+  EXPECT_EQ(static_cast<char*>(segment.data())[100], 1);
+}
+
 TEST(ShmSegment, DestructorRemovesName) {
   std::string name;
   {
-    ShmSegment segment = ShmSegment::create(4096);
+    ShmSegment segment = ShmSegment::create(4096, 4096);
     name = segment.name();
     ShmSegment moved = std::move(segment);
     EXPECT_EQ(segment.data(), nullptr);

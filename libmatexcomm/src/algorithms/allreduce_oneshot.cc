@@ -27,6 +27,7 @@ void allreduce_oneshot(const CollectiveContext& ctx, const AllreduceArgs& args) 
   }
   ShmNodeChannel& shm = *ctx.shm;
   const size_t element = dtype_size(args.dtype);
+  shm.reserve(args.count * element);
   const size_t chunk = ctx.chunk_bytes / element;
   const CallDescriptor descriptor{args.sequence, args.count, args.dtype, args.op, args.algorithm_id,
                                   MATEX_COLL_ALLREDUCE};

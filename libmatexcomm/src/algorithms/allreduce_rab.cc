@@ -33,6 +33,7 @@ void allreduce_rab(const CollectiveContext& ctx, const AllreduceArgs& args) {
   char* out = static_cast<char*>(args.recv);
 
   if (args.count == 0 && ctx.shm != nullptr) ctx.shm->exchange_descriptor(descriptor);
+  if (ctx.shm != nullptr) ctx.shm->reserve(args.count * element);
   for (size_t done = 0; done < args.count; done += chunk) {
     const size_t n = std::min(chunk, args.count - done);
     if (ctx.shm == nullptr) {  // alone on my node, hence its leader

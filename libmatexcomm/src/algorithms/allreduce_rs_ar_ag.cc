@@ -125,6 +125,7 @@ void allreduce_rs_ar_ag(const CollectiveContext& ctx, const AllreduceArgs& args)
   const CallDescriptor descriptor{args.sequence, args.count, args.dtype, args.op, args.algorithm_id,
                                   MATEX_COLL_ALLREDUCE};
   if (args.count == 0 && ctx.shm != nullptr) ctx.shm->exchange_descriptor(descriptor);
+  if (ctx.shm != nullptr) ctx.shm->reserve(args.count * element);
   const PieceWalker buffers = args.pieces != nullptr ? PieceWalker(args.pieces, args.piece_count, element)
                                                      : PieceWalker(args.send, args.recv, args.count, element);
   std::vector<const void*> sources;

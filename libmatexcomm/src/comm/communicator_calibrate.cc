@@ -109,6 +109,8 @@ AllreduceTable Communicator::measure_allreduce_table() {
   // The clock starts when every rank is here: the skew with which the ranks
   // leave the constructor (up to 4 ms at np 4 here) is not the calibration's;
   // without it, the first collective of any kind would absorb it.
+  // Node buffers are reserved on first use: the calibration times none of that.
+  reserve_node_buffers(kSizes[kMeasurements - 1]);
   check_mpi(MPI_Barrier(world_.get()), "MPI_Barrier before the calibration");
   const double start = MPI_Wtime();
   // The receive buffer is left uninitialized: every call writes it.

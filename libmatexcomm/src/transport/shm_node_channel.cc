@@ -29,7 +29,7 @@ std::string describe(const CallDescriptor& d) {
 
 // Local rank 0 creates the segment; the others map it; then it is unlinked.
 // Every rank learns whether all succeeded, so a failure never leaves a peer waiting.
-ShmSegment attach_segment(MPI_Comm node_comm, int local_rank, size_t bytes) {
+ShmSegment attach_segment(MPI_Comm node_comm, int local_rank, size_t bytes, size_t reserved_bytes) {
   ShmSegment segment;
   char name[kNameBytes] = {0};
   std::string failure;
@@ -44,7 +44,7 @@ ShmSegment attach_segment(MPI_Comm node_comm, int local_rank, size_t bytes) {
   };
   if (local_rank == 0) {
     attempt([&] {
-      segment = ShmSegment::create(bytes);
+      segment = ShmSegment::create(bytes, reserved_bytes);
       std::strncpy(name, segment.name().c_str(), kNameBytes - 1);
     });
   }
@@ -71,9 +71,25 @@ ShmNodeChannel::ShmNodeChannel(MPI_Comm node_comm, std::vector<int> world_ranks,
   check_mpi(MPI_Comm_size(node_comm, &local_size_), "MPI_Comm_size");
   data_offset_ = round_up(sizeof(Control) * local_size_, 4096);
   size_t bytes = data_offset_ + 2 * (local_size_ + 1) * chunk_bytes_;  // chunk_bytes is bounded by the config
-  segment_ = attach_segment(node_comm, local_rank_, bytes);
+  segment_ = attach_segment(node_comm, local_rank_, bytes, data_offset_);
   control(local_rank_).pid = static_cast<int64_t>(::getpid());
   check_mpi(MPI_Barrier(node_comm), "MPI_Barrier after shm set-up");  // every pid is visible
+}
+
+void ShmNodeChannel::reserve(size_t bytes) {
+  const size_t needed = std::min(bytes, chunk_bytes_);
+  if (needed <= reserved_) return;
+  constexpr size_t kFirstReservation = 4096;  // a page: small calls stay small
+  const size_t target = std::min(chunk_bytes_, std::max({needed, 2 * reserved_, kFirstReservation}));
+  try {
+    for (int region = 0; region < 2 * (local_size_ + 1); ++region) {
+      segment_.reserve(data_offset_ + static_cast<size_t>(region) * chunk_bytes_, target);
+    }
+  } catch (...) {
+    abandon();
+    throw;
+  }
+  reserved_ = target;
 }
 
 size_t ShmNodeChannel::step_bytes(size_t requested) { return round_up(std::max<size_t>(requested, 64), 64); }

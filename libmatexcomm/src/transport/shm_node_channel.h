@@ -1,7 +1,7 @@
 // shm_node_channel.h - the shared-memory transport between the ranks of one node.
 //
 // One segment per node (created by local rank 0, mapped by all, then unlinked
-// at once). It holds, for each local rank, a control block of monotonically
+// at once; its buffers are reserved as calls first need them, see reserve). It holds, for each local rank, a control block of monotonically
 // increasing round counters, and two buffer sets (double buffering) of
 // `local_size` input slots plus one result region, each chunk_bytes long.
 //
@@ -66,6 +66,15 @@ class ShmNodeChannel {
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
   size_t chunk_bytes() const { return chunk_bytes_; }
+
+  // Backs the first min(bytes, chunk_bytes) of every slot and result region
+  // with memory in this process (ShmSegment::reserve), growing by doubling.
+  // Call it before touching more of them than any earlier call: a new
+  // channel reserves only its control blocks, since a communicator that only
+  // ever carries small calls would otherwise pay for zeroing
+  // 2 x (local_size + 1) chunks. On failure the channel is abandoned (the
+  // peers fail at once) and MATEX_ERR_SYSTEM is raised.
+  void reserve(size_t bytes);
 
   char* slot(uint64_t round, int local_rank) const;
   char* result(uint64_t round) const;
@@ -173,6 +182,7 @@ class ShmNodeChannel {
   ShmWaitPolicy policy_;
   uint64_t round_ = 0;
   size_t data_offset_ = 0;
+  size_t reserved_ = 0;  // bytes of every slot and result region this process has reserved
   uint64_t highest_sequence_seen_ = 0;
   std::vector<const void*> slot_list_;
   ShmSegment segment_;

@@ -5,8 +5,10 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -29,6 +31,13 @@ struct FdCloser {
 };
 
 std::string errno_text(int error) { return std::string(std::strerror(error)); }
+
+// madvise(MADV_POPULATE_WRITE): Linux 5.14's value, for C libraries that predate it.
+#ifdef MADV_POPULATE_WRITE
+constexpr int kPopulateWrite = MADV_POPULATE_WRITE;
+#else
+constexpr int kPopulateWrite = 23;
+#endif
 
 void* map_fd(int fd, size_t bytes, const std::string& name) {
   void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -85,7 +94,35 @@ void ShmSegment::remove_stale_segments() noexcept {
   ::closedir(dir);
 }
 
-ShmSegment ShmSegment::create(size_t bytes) {
+bool ShmSegment::reserves_later() {
+  static const bool supported = [] {
+    void* page = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) return false;
+    const bool ok = ::madvise(page, 4096, kPopulateWrite) == 0;
+    ::munmap(page, 4096);
+    return ok;
+  }();
+  return supported;
+}
+
+void ShmSegment::reserve(size_t offset, size_t length) const {
+  if (length == 0 || !reserves_later()) return;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t first = offset / page * page;
+  const size_t end = std::min(size_, (offset + length + page - 1) / page * page);
+  if (end <= first) return;
+  if (::madvise(static_cast<char*>(data_) + first, end - first, kPopulateWrite) != 0) {
+    const int error = errno;
+    // EFAULT: the fault that touching would have turned into SIGBUS, i.e. /dev/shm is full.
+    MATEX_RAISE(MATEX_ERR_SYSTEM, "reserving " + std::to_string(end - first) + " bytes of shared memory in " + name_ +
+                                      " failed: " +
+                                      (error == EFAULT || error == ENOMEM ? "/dev/shm is full (" + errno_text(error) + ")"
+                                                                          : errno_text(error)) +
+                                      "; make /dev/shm larger or lower MATEX_SHM_CHUNK_BYTES");
+  }
+}
+
+ShmSegment ShmSegment::create(size_t bytes, size_t reserved_bytes) {
   remove_stale_segments();
   ShmSegment segment;
   segment.name_ = unique_name();
@@ -95,9 +132,27 @@ ShmSegment ShmSegment::create(size_t bytes) {
   }
   FdCloser closer{fd};
   segment.owns_name_ = true;  // from here on the destructor unlinks the name
-  int rc = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    MATEX_RAISE(MATEX_ERR_SYSTEM, "sizing shared-memory segment " + segment.name_ + " to " + std::to_string(bytes) +
+                                      " bytes failed: " + errno_text(errno));
+  }
+  const size_t reserved = reserves_later() ? std::min(reserved_bytes, bytes) : bytes;
+  if (reserved < bytes) {
+    // What is reserved later must fit now, or the channel fails at set-up (and
+    // the communicator falls back to MPI) rather than at a large call.
+    struct statvfs space;
+    if (::fstatvfs(fd, &space) == 0 &&
+        static_cast<unsigned long long>(space.f_bavail) * space.f_frsize < bytes - reserved) {
+      MATEX_RAISE(MATEX_ERR_SYSTEM, "shared memory for " + segment.name_ + " needs " + std::to_string(bytes) +
+                                        " bytes but /dev/shm has " +
+                                        std::to_string(static_cast<unsigned long long>(space.f_bavail) *
+                                                       space.f_frsize) +
+                                        " free; make /dev/shm larger or lower MATEX_SHM_CHUNK_BYTES");
+    }
+  }
+  int rc = reserved > 0 ? ::posix_fallocate(fd, 0, static_cast<off_t>(reserved)) : 0;
   if (rc != 0) {
-    MATEX_RAISE(MATEX_ERR_SYSTEM, "reserving " + std::to_string(bytes) + " bytes of shared memory for " +
+    MATEX_RAISE(MATEX_ERR_SYSTEM, "reserving " + std::to_string(reserved) + " bytes of shared memory for " +
                                       segment.name_ + " failed: " + errno_text(rc) +
                                       " (is /dev/shm large enough? lower MATEX_SHM_CHUNK_BYTES)");
   }

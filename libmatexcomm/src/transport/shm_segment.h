@@ -23,15 +23,25 @@ class ShmSegment {
   ShmSegment(ShmSegment&& other) noexcept;
   ShmSegment& operator=(ShmSegment&& other) noexcept;
 
-  // Creates, reserves (posix_fallocate, so a full /dev/shm fails here rather
-  // than with SIGBUS later) and maps a new zero-filled segment.
-  static ShmSegment create(size_t bytes);
+  // Creates and maps a new zero-filled segment of `bytes` and reserves its
+  // first `reserved_bytes` (posix_fallocate, so a full /dev/shm fails here
+  // rather than with SIGBUS later). Where the kernel cannot reserve later
+  // (see reserve), all of it is reserved now.
+  static ShmSegment create(size_t bytes, size_t reserved_bytes);
   // Maps an existing segment created by another process.
   static ShmSegment open(const std::string& name, size_t bytes);
   static std::string unique_name();
   // Unlinks segments of this user whose creating process is gone (left by a
   // job killed between creation and unlink). Called by create().
   static void remove_stale_segments() noexcept;
+
+  // Makes sure [offset, offset + length) of this process's mapping is backed
+  // by memory, so that touching it cannot raise SIGBUS: MADV_POPULATE_WRITE
+  // (Linux 5.14), which reports a full /dev/shm as an error. A no-op where
+  // create reserved everything. Raises MATEX_ERR_SYSTEM on failure.
+  void reserve(size_t offset, size_t length) const;
+  // Whether this kernel can reserve after mapping (tried once per process).
+  static bool reserves_later();
 
   // Removes the name; the mapping stays valid. Safe to call twice.
   void unlink_name() noexcept;
