@@ -10,8 +10,8 @@ side by side with the largest relative difference. It exits non-zero when a
 difference exceeds --rtol or the runs made different numbers of steps. Each
 --also adds another distributed run (e.g. --also 4:2,2 for 4 ranks on
 virtual nodes 2,2) checked against the same reference. --noise runs the
-plain reference a second time with TF_ENABLE_ONEDNN_OPTS=0 (other kernels,
-other rounding): a difference no larger than what rounding alone moved
+plain reference a second time, beside the first, with
+TF_ENABLE_ONEDNN_OPTS=0 (other kernels, other rounding): a difference no larger than what rounding alone moved
 between those two runs is then reported as rounding, not as a failure.
 --reference activated compares against a 1-rank MATEX_ENABLE=1 run instead.
 """
@@ -90,17 +90,32 @@ def _read(log):
         return [json.loads(line) for line in lines if line.strip()]
 
 
-def _execute(command, env, what):
-    started = time.monotonic()
-    done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    print(f"# the {what} took {time.monotonic() - started:.1f} s", flush=True)
-    if done.returncode != 0:
-        sys.stdout.write(done.stdout[-4000:])
-        sys.exit(f"matex.verify: the {what} failed (exit status {done.returncode})")
+class _Run:
+    """A command running in the background, its output kept in a file of the work directory."""
+
+    running = []  # killed if verify stops before they finish
+
+    def __init__(self, command, env, what, work, name):
+        self.what = what
+        self.output = open(os.path.join(work, f"{name}.out"), "w+")
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(command, env=env, stdout=self.output, stderr=subprocess.STDOUT, text=True)
+        _Run.running.append(self.process)
+
+    def finish(self):
+        status = self.process.wait()
+        print(f"# the {self.what} took {time.monotonic() - self.started:.1f} s", flush=True)
+        self.output.seek(0)
+        text = self.output.read()
+        self.output.close()
+        if status != 0:
+            sys.stdout.write(text[-4000:])
+            sys.exit(f"matex.verify: the {self.what} failed (exit status {status})")
 
 
-def _run_plain(options, work, name, extra_env):
-    """The script as the user runs it: one process, no MATEX_ENABLE, no mpirun."""
+def _start_plain(options, work, name, extra_env):
+    """The script as the user runs it: one process, no MATEX_ENABLE, no mpirun. Returns the running
+    _Run and its log; _read the log once it finished."""
     log = os.path.join(work, f"{name}.jsonl")
     site = os.path.join(work, f"{name}-site")
     os.makedirs(site)
@@ -112,8 +127,7 @@ def _run_plain(options, work, name, extra_env):
     command = [sys.executable, options.script, *options.args]
     shown = " ".join(f"{k}={v}" for k, v in extra_env.items())
     print(f"# plain reference: {shown + ' ' if shown else ''}{' '.join(command)}", flush=True)
-    _execute(command, env, "plain run" + (f" ({shown})" if shown else ""))
-    return _read(log)
+    return _Run(command, env, "plain run" + (f" ({shown})" if shown else ""), work, name), log
 
 
 def _run_activated(options, work, name, ranks, layout):
@@ -124,7 +138,7 @@ def _run_activated(options, work, name, ranks, layout):
         env["MATEX_VIRTUAL_NODES"] = layout
     command = [options.mpirun, "-np", str(ranks), "--oversubscribe", sys.executable, options.script, *options.args]
     print(f"# {'MATEX_VIRTUAL_NODES=' + layout + ' ' if layout else ''}MATEX_ENABLE=1 {' '.join(command)}", flush=True)
-    _execute(command, env, f"{ranks}-rank run")
+    _Run(command, env, f"{ranks}-rank run", work, name).finish()
     return _read(log)
 
 
@@ -133,14 +147,20 @@ def main(argv=None):
     work = tempfile.mkdtemp(prefix="matex-verify-")
     failed = False
     try:
+        noise = None
         if options.reference == "plain":
-            reference = _run_plain(options, work, "plain", {})
+            # The two one-process runs are independent: side by side, on a machine's idle cores.
+            plain, log = _start_plain(options, work, "plain", {})
+            if options.noise:
+                other, noise_log = _start_plain(options, work, "noise", {"TF_ENABLE_ONEDNN_OPTS": "0"})
+                other.finish()
+            plain.finish()
+            reference = _read(log)
+            if options.noise:
+                noise = _read(noise_log)
+                print(_verify_compare.noise_summary(reference, noise))
         else:
             reference = _run_activated(options, work, "one", 1, None)
-        noise = None
-        if options.noise:
-            noise = _run_plain(options, work, "noise", {"TF_ENABLE_ONEDNN_OPTS": "0"})
-            print(_verify_compare.noise_summary(reference, noise))
         for index, (ranks, layout) in enumerate(options.runs):
             many = _run_activated(options, work, f"many{index}", ranks, layout)
             problems = _verify_compare.Comparison(reference, many, ranks, options.rtol, noise).run()
@@ -153,6 +173,10 @@ def main(argv=None):
                 print(f"PASS: {ranks} ranks{where} follow the {options.reference} 1-process run", flush=True)
             failed = failed or bool(problems)
     finally:
+        for process in _Run.running:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
         shutil.rmtree(work, ignore_errors=True)
     return 1 if failed else 0
 
