@@ -113,9 +113,15 @@ size_t Communicator::choose_chunk_bytes() {
 void Communicator::reserve_node_buffers(size_t bytes) {
   if (!shm_ || !failure_.empty()) return;  // a failed communicator refuses the call in run_collective
   try {
-    shm_->reserve(bytes);
+    shm_->reserve(bytes);  // on failure the node's peers fail at once (the channel is abandoned)
   } catch (const Error& error) {
     failure_ = error.message();
+    if (layout_.node_count > 1) {
+      // Ranks on other nodes would wait inside MPI for this node forever.
+      MATEX_LOG(LogLevel::kError, error.message() + "; aborting the job, since ranks on other nodes would wait "
+                                                    "forever");
+      MPI_Abort(world_.get(), 1);
+    }
     throw;
   }
 }
@@ -284,8 +290,8 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   last_[MATEX_COLL_ALLREDUCE] = algorithm.name;
   const bool compared_inside_node = shm_ != nullptr && algorithm.hierarchical;
   const CallSignature call = reduction_call(CallKind::kAllreduce, count, dtype, op);
-  // A trial's clock must not time the first use of node buffers (the algorithms reserve them too).
-  if (compared_inside_node) reserve_node_buffers(bytes);
+  // Before the algorithm (which reserves too), so that a trial's clock does not time it.
+  if (compared_inside_node && !algorithm.single_copy) reserve_node_buffers(bytes);
   const double started = timed ? MPI_Wtime() : 0;
   // A small flat allreduce that gets the call check rides along with it: one
   // exchange instead of the check and then MPI's own call (call_agreement.h).
@@ -353,6 +359,7 @@ void Communicator::allreduce_pieces(const std::vector<BufferPiece>& pieces, mate
   }
   const int chosen = find_allreduce("rs_ar_ag");
   last_[MATEX_COLL_ALLREDUCE] = allreduce_registry()[chosen].name;
+  reserve_node_buffers(bytes);
   run_collective(reduction_call(CallKind::kAllreduce, count, dtype, op), [&] {
     const bool streaming = !any_in_place && (bytes >= streaming_min_bytes_ || hints.cold_output);
     AllreduceArgs args{nullptr, nullptr, count, dtype, op, chosen, sequence_, streaming};

@@ -134,8 +134,9 @@ class Communicator {
   // The constructors' shared body; `inherited` null: discover the layout.
   Communicator(MPI_Comm parent, const topo::Layout* inherited);
   void setup_shared_memory();
-  // shm_->reserve(bytes) where there is a channel; a failure fails the
-  // communicator, as one inside a collective would.
+  // shm_->reserve(bytes) where there is a channel, before a collective uses
+  // it. A failure fails the communicator, and on several nodes ends the job
+  // (ranks of other nodes would wait inside MPI forever), as a timeout does.
   void reserve_node_buffers(size_t bytes);
   // True when my node's ranks do not outnumber the host's cores: the pacing
   // of waits and the chunk size follow it (virtual nodes count as machines).

@@ -55,8 +55,8 @@ constexpr size_t kMeasurements = sizeof kSizes / sizeof kSizes[0];
 constexpr size_t kSmallFamilyMaxBytes = 16 * 1024;
 constexpr int kTimedRounds = 2;  // after one warm-up round
 // The warm-up round stops here: by then every family has met its first-call
-// costs (MPI's lazy set-up, the first cross-memory attach, the segment's
-// first touch: 2-5 ms at np 4 here). What the largest size adds (its pages
+// costs (MPI's lazy set-up, the first cross-memory attach, the first touch of
+// the segment's pages, reserved before the clock starts). What the largest size adds (its pages
 // past this size) burdens its first timed round, and the faster round counts.
 constexpr size_t kWarmUpMaxBytes = 256 * 1024;
 constexpr int kSmallSizeTimedRounds = 4;  // sizes up to kSmallFamilyMaxBytes
@@ -109,9 +109,25 @@ AllreduceTable Communicator::measure_allreduce_table() {
   // The clock starts when every rank is here: the skew with which the ranks
   // leave the constructor (up to 4 ms at np 4 here) is not the calibration's;
   // without it, the first collective of any kind would absorb it.
-  // Node buffers are reserved on first use: the calibration times none of that.
-  reserve_node_buffers(kSizes[kMeasurements - 1]);
-  check_mpi(MPI_Barrier(world_.get()), "MPI_Barrier before the calibration");
+  // Node buffers are reserved on first use: the calibration times none of
+  // that. Every rank learns whether all could (a rank that could not has
+  // abandoned its node's channel), instead of a barrier.
+  std::string failure;
+  if (shm_) {
+    try {
+      shm_->reserve(kSizes[kMeasurements - 1]);
+    } catch (const Error& error) {
+      failure = error.message();
+    }
+  }
+  int reserved = failure.empty() ? 1 : 0;
+  int everywhere = 0;
+  check_mpi(MPI_Allreduce(&reserved, &everywhere, 1, MPI_INT, MPI_MIN, world_.get()),
+            "MPI_Allreduce before the calibration");
+  if (!everywhere) {
+    MATEX_RAISE(MATEX_ERR_SYSTEM, failure.empty() ? "a rank could not reserve shared memory for the calibration at init"
+                                                  : failure);
+  }
   const double start = MPI_Wtime();
   // The receive buffer is left uninitialized: every call writes it.
   const size_t largest = kSizes[kMeasurements - 1] / sizeof(float);

@@ -78,7 +78,7 @@ ShmNodeChannel::ShmNodeChannel(MPI_Comm node_comm, std::vector<int> world_ranks,
 
 void ShmNodeChannel::reserve(size_t bytes) {
   const size_t needed = std::min(bytes, chunk_bytes_);
-  if (needed <= reserved_) return;
+  if (needed <= reserved_ || !ShmSegment::reserves_later()) return;  // without: all reserved at creation
   constexpr size_t kFirstReservation = 4096;  // a page: small calls stay small
   const size_t target = std::min(chunk_bytes_, std::max({needed, 2 * reserved_, kFirstReservation}));
   try {

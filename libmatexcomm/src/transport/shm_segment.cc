@@ -111,7 +111,12 @@ void ShmSegment::reserve(size_t offset, size_t length) const {
   const size_t first = offset / page * page;
   const size_t end = std::min(size_, (offset + length + page - 1) / page * page);
   if (end <= first) return;
-  if (::madvise(static_cast<char*>(data_) + first, end - first, kPopulateWrite) != 0) {
+  int rc = 0;
+  for (int attempt = 0; attempt < 100; ++attempt) {  // EAGAIN/EINTR: transient, try again
+    rc = ::madvise(static_cast<char*>(data_) + first, end - first, kPopulateWrite);
+    if (rc == 0 || (errno != EAGAIN && errno != EINTR)) break;
+  }
+  if (rc != 0) {
     const int error = errno;
     // EFAULT: the fault that touching would have turned into SIGBUS, i.e. /dev/shm is full.
     MATEX_RAISE(MATEX_ERR_SYSTEM, "reserving " + std::to_string(end - first) + " bytes of shared memory in " + name_ +
@@ -139,10 +144,11 @@ ShmSegment ShmSegment::create(size_t bytes, size_t reserved_bytes) {
   const size_t reserved = reserves_later() ? std::min(reserved_bytes, bytes) : bytes;
   if (reserved < bytes) {
     // What is reserved later must fit now, or the channel fails at set-up (and
-    // the communicator falls back to MPI) rather than at a large call.
+    // the communicator falls back to MPI) rather than at a large call. A tmpfs
+    // without a size limit reports no blocks at all.
     struct statvfs space;
-    if (::fstatvfs(fd, &space) == 0 &&
-        static_cast<unsigned long long>(space.f_bavail) * space.f_frsize < bytes - reserved) {
+    if (::fstatvfs(fd, &space) == 0 && space.f_blocks > 0 &&
+        static_cast<unsigned long long>(space.f_bavail) * space.f_frsize < bytes) {
       MATEX_RAISE(MATEX_ERR_SYSTEM, "shared memory for " + segment.name_ + " needs " + std::to_string(bytes) +
                                         " bytes but /dev/shm has " +
                                         std::to_string(static_cast<unsigned long long>(space.f_bavail) *
