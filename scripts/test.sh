@@ -16,9 +16,11 @@ export XDG_CACHE_HOME="$PWD/build/no-tuning-cache"
 # 2-2.5x (mpi4py at 2 ranks: 57 s alone, 138 s beside the sanitizer build).
 (cd build && ctest --output-on-failure --timeout 900 -LE tf)
 # Then the TensorFlow tests, while the sanitizer trees build at idle priority
-# (SCHED_IDLE: only on core time the tests leave unused; TensorFlow's
-# one-process phases, imports and tracing leave a core idle for minutes).
-# Its own process group, so that a failing run stops the compilers too.
+# (SCHED_IDLE: only on core time the tests leave unused). They slow these
+# tests too (about 1.7x while they build), but these make few collectives, and
+# a timeout here is less likely. The build is small: the engine suite and the
+# negotiation tests only. Its own process group, so that a failing run stops
+# the compilers too.
 setsid chrt --idle 0 tests/sanitizers/run.sh build > build/sanitizer-build.log 2>&1 &
 sanitizer_build=$!
 trap 'kill -0 "$sanitizer_build" 2>/dev/null && kill -- -"$sanitizer_build" 2>/dev/null; true' EXIT

@@ -24,7 +24,7 @@ build() {  # build <dir> <sanitizer>
     -DCMAKE_C_FLAGS="-fsanitize=$2" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=$2" \
     -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=$2" > "$LOG/configure-$2.txt" ||
     { echo "FAIL: configuring $1"; tail -40 "$LOG/configure-$2.txt"; exit 1; }
-  cmake --build "$1" -j"$JOBS" --target matex-mpi-engine matex-unit-tests > "$LOG/build-$2.txt" ||
+  cmake --build "$1" -j"$JOBS" --target matex-mpi-engine matex-negotiation-tests > "$LOG/build-$2.txt" ||
     { echo "FAIL: building $1"; tail -60 "$LOG/build-$2.txt"; exit 1; }
 }
 
@@ -62,13 +62,13 @@ if [ "$MODE" != run ]; then
 fi
 [ "$MODE" = build ] && exit 0
 
-ASAN_OPTIONS=detect_leaks=0 build-asan/bin/matex-unit-tests --gtest_filter='Negotiation*' > "$LOG/asan-unit.txt"
+ASAN_OPTIONS=detect_leaks=0 build-asan/bin/matex-negotiation-tests > "$LOG/asan-unit.txt"
 echo "ok: address negotiation unit tests"
 export ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=exitcode=0 TSAN_OPTIONS=
 run_layouts build-asan/bin/matex-mpi-engine address
 
 export ASAN_OPTIONS= LSAN_OPTIONS= TSAN_OPTIONS="suppressions=$SUPP_DIR/tsan.supp"
-build-tsan/bin/matex-unit-tests --gtest_filter='Negotiation*' > "$LOG/tsan-unit.txt"
+build-tsan/bin/matex-negotiation-tests > "$LOG/tsan-unit.txt"
 echo "ok: thread negotiation unit tests"
 run_layouts build-tsan/bin/matex-mpi-engine thread
 echo "PASS: engine suite clean under AddressSanitizer and ThreadSanitizer"
