@@ -92,7 +92,9 @@ TEST(ShmSegment, ReservesUpFrontOnlyWhatItIsAskedTo) {
 // fit is a clear error, at creation or when reserving, never a SIGBUS.
 TEST(ShmSegmentOnASmallDevShm, WhatDoesNotFitIsAClearError) {
   const char* small = std::getenv("MATEX_TEST_SMALL_DEV_SHM");
-  if (small == nullptr || std::string(small) != "1") GTEST_SKIP() << "needs a 1 MiB /dev/shm (ctest shm_segment.full_dev_shm)";
+  if (small == nullptr || std::string(small) != "1") {
+    GTEST_SKIP() << "needs a 1 MiB /dev/shm (ctest shm_segment.full_dev_shm)";
+  }
   if (!ShmSegment::reserves_later()) GTEST_SKIP() << "this kernel reserves everything at creation";
   // Creation checks that what is reserved later fits now.
   try {

@@ -56,8 +56,9 @@ constexpr size_t kSmallFamilyMaxBytes = 16 * 1024;
 constexpr int kTimedRounds = 2;  // after one warm-up round
 // The warm-up round stops here: by then every family has met its first-call
 // costs (MPI's lazy set-up, the first cross-memory attach, the first touch of
-// the segment's pages, reserved before the clock starts). What the largest size adds (its pages
-// past this size) burdens its first timed round, and the faster round counts.
+// the segment's pages, reserved before the clock starts). What the largest
+// size adds (its pages past this size) burdens its first timed round, and the
+// faster round counts.
 constexpr size_t kWarmUpMaxBytes = 256 * 1024;
 constexpr int kSmallSizeTimedRounds = 4;  // sizes up to kSmallFamilyMaxBytes
 constexpr int kTimedFamilies = 3;  // flat, small and rail: the first three AllreduceFamily values

@@ -1,9 +1,10 @@
 // shm_node_channel.h - the shared-memory transport between the ranks of one node.
 //
 // One segment per node (created by local rank 0, mapped by all, then unlinked
-// at once; its buffers are reserved as calls first need them, see reserve). It holds, for each local rank, a control block of monotonically
-// increasing round counters, and two buffer sets (double buffering) of
-// `local_size` input slots plus one result region, each chunk_bytes long.
+// at once; its buffers are reserved as calls first need them, see reserve).
+// It holds, for each local rank, a control block of monotonically increasing
+// round counters, and two buffer sets (double buffering) of `local_size`
+// input slots plus one result region, each chunk_bytes long.
 //
 // A collective is cut into rounds; round t uses buffer set t % 2. Every round
 // opens with every local rank posting, and a rank posts round t-1 only after

@@ -32,6 +32,9 @@ struct FdCloser {
 
 std::string errno_text(int error) { return std::string(std::strerror(error)); }
 
+// What every "does not fit" error ends with.
+constexpr const char* kSpaceHint = "; make /dev/shm larger or lower MATEX_SHM_CHUNK_BYTES";
+
 // madvise(MADV_POPULATE_WRITE): Linux 5.14's value, for C libraries that predate it.
 #ifdef MADV_POPULATE_WRITE
 constexpr int kPopulateWrite = MADV_POPULATE_WRITE;
@@ -121,9 +124,10 @@ void ShmSegment::reserve(size_t offset, size_t length) const {
     // EFAULT: the fault that touching would have turned into SIGBUS, i.e. /dev/shm is full.
     MATEX_RAISE(MATEX_ERR_SYSTEM, "reserving " + std::to_string(end - first) + " bytes of shared memory in " + name_ +
                                       " failed: " +
-                                      (error == EFAULT || error == ENOMEM ? "/dev/shm is full (" + errno_text(error) + ")"
-                                                                          : errno_text(error)) +
-                                      "; make /dev/shm larger or lower MATEX_SHM_CHUNK_BYTES");
+                                      (error == EFAULT || error == ENOMEM
+                                           ? "/dev/shm is full (" + errno_text(error) + ")"
+                                           : errno_text(error)) +
+                                      kSpaceHint);
   }
 }
 
@@ -153,14 +157,13 @@ ShmSegment ShmSegment::create(size_t bytes, size_t reserved_bytes) {
                                         " bytes but /dev/shm has " +
                                         std::to_string(static_cast<unsigned long long>(space.f_bavail) *
                                                        space.f_frsize) +
-                                        " free; make /dev/shm larger or lower MATEX_SHM_CHUNK_BYTES");
+                                        " free" + kSpaceHint);
     }
   }
   int rc = reserved > 0 ? ::posix_fallocate(fd, 0, static_cast<off_t>(reserved)) : 0;
   if (rc != 0) {
     MATEX_RAISE(MATEX_ERR_SYSTEM, "reserving " + std::to_string(reserved) + " bytes of shared memory for " +
-                                      segment.name_ + " failed: " + errno_text(rc) +
-                                      " (is /dev/shm large enough? lower MATEX_SHM_CHUNK_BYTES)");
+                                      segment.name_ + " failed: " + errno_text(rc) + kSpaceHint);
   }
   segment.data_ = map_fd(fd, bytes, segment.name_);
   segment.size_ = bytes;

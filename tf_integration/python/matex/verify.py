@@ -11,8 +11,9 @@ difference exceeds --rtol or the runs made different numbers of steps. Each
 --also adds another distributed run (e.g. --also 4:2,2 for 4 ranks on
 virtual nodes 2,2) checked against the same reference. --noise runs the
 plain reference a second time, beside the first, with
-TF_ENABLE_ONEDNN_OPTS=0 (other kernels, other rounding): a difference no larger than what rounding alone moved
-between those two runs is then reported as rounding, not as a failure.
+TF_ENABLE_ONEDNN_OPTS=0 (other kernels, other rounding): a difference no
+larger than what rounding alone moved between those two runs is then
+reported as rounding, not as a failure.
 --reference activated compares against a 1-rank MATEX_ENABLE=1 run instead.
 """
 import argparse
