@@ -5,7 +5,9 @@
 // figures, and there are four groups per power of two.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,13 +26,13 @@ const char* name_of(int algorithm) {
 // Runs a group's trials with `seconds` per algorithm (by index), agreeing on
 // this rank's own figures; returns the algorithms that ran, in order.
 std::vector<int> run_trials(AllreduceTrials& trials, size_t bytes, const std::vector<int>& candidates,
-                            const std::map<int, double>& seconds) {
+                            const std::map<int, double>& seconds, bool in_place = false) {
   std::vector<int> ran;
   for (size_t call = 0; call < candidates.size() + 2; ++call) {
     EXPECT_TRUE(trials.trial_due(bytes)) << "call " << call;
     const int pick = trials.trial_pick(bytes, candidates);
     ran.push_back(pick);
-    const Agreement due = trials.record(bytes, pick, seconds.at(pick), candidates);
+    const Agreement due = trials.record(bytes, pick, seconds.at(pick), in_place, candidates);
     const Agreement expected = call + 1 == candidates.size() ? Agreement::kChallenger
                                : call == candidates.size() + 1 ? Agreement::kSettle
                                                                 : Agreement::kNone;
@@ -42,6 +44,41 @@ std::vector<int> run_trials(AllreduceTrials& trials, size_t bytes, const std::ve
   return ran;
 }
 
+// Makes up to `calls` calls of the settled choice, `seconds` each, answering
+// each watch with this rank's own figures; stops after a watch that starts
+// the trials again and returns its reason (none if no watch did).
+struct Served {
+  int calls = 0;      // made
+  int watches = 0;    // windows reviewed
+  std::optional<AllreduceTrials::Restart> restart;
+};
+Served serve(AllreduceTrials& trials, size_t bytes, double seconds, int calls, bool in_place = false) {
+  Served served;
+  while (served.calls < calls) {
+    EXPECT_FALSE(trials.trial_due(bytes)) << "call " << served.calls;
+    const int choice = trials.decided(bytes).value_or(-1);
+    const Agreement due = trials.record(bytes, choice, seconds, in_place, {});
+    ++served.calls;
+    if (due == Agreement::kNone) continue;
+    EXPECT_EQ(due, Agreement::kWatch) << "call " << served.calls;
+    ++served.watches;
+    const std::vector<double> mine = trials.watch_figures(bytes);
+    EXPECT_EQ(mine.size(), 3u);
+    served.restart = trials.review(bytes, mine);
+    if (served.restart) break;
+  }
+  return served;
+}
+
+// The calls of the settled choice until the next watch is due (0: the
+// cycle's next trials came first).
+int window_length(AllreduceTrials& trials, size_t bytes, double seconds) {
+  for (int calls = 1; !trials.trial_due(bytes); ++calls) {
+    if (trials.record(bytes, *trials.decided(bytes), seconds, false, {}) == Agreement::kWatch) return calls;
+  }
+  return 0;
+}
+
 TEST(AllreduceTrials, EachCandidateOnceThenThePickAndTheFastestOther) {
   AllreduceTrials trials;
   const size_t bytes = 1 << 20;
@@ -50,10 +87,10 @@ TEST(AllreduceTrials, EachCandidateOnceThenThePickAndTheFastestOther) {
   EXPECT_EQ(ran, (std::vector<int>{2, 0, 1, 3, 2, 1}));
   ASSERT_TRUE(trials.decided(bytes).has_value());
   EXPECT_EQ(*trials.decided(bytes), 1);
-  for (int call = 0; call < 10; ++call) {
-    EXPECT_FALSE(trials.trial_due(bytes));
-    EXPECT_EQ(trials.record(bytes, 1, 1e-3, {}), Agreement::kNone);
-  }
+  const Served served = serve(trials, bytes, 1e-3, 10);
+  EXPECT_EQ(served.calls, 10);
+  EXPECT_GE(served.watches, 1);  // a millisecond call: a window of kMinWatchCalls
+  EXPECT_FALSE(served.restart.has_value());
   const std::string text = trials.explain(name_of);
   EXPECT_NE(text.find("[1 MiB, 1.25 MiB): a1; at 1 MiB, round one a2 3000.0 us, a0 2000.0 us, a1 1000.0 us, "
                       "a3 4000.0 us; round two a2 3000.0 us, a1 1000.0 us (16 calls)"),
@@ -68,15 +105,15 @@ TEST(AllreduceTrials, TheAgreedFiguresDecideNotThisRanks) {
   const std::map<int, double> here{{0, 3e-3}, {1, 1e-3}, {2, 2e-3}};  // here 1 is fastest
   for (size_t call = 0; call < candidates.size(); ++call) {
     const int pick = trials.trial_pick(bytes, candidates);
-    if (trials.record(bytes, pick, here.at(pick), candidates) == Agreement::kChallenger) {
+    if (trials.record(bytes, pick, here.at(pick), false, candidates) == Agreement::kChallenger) {
       EXPECT_EQ(trials.figures(bytes).size(), 3u);
       trials.choose_challenger(bytes, {3e-9, 2e-9, 1e-9});  // agreed: 2 is
     }
   }
   EXPECT_EQ(trials.trial_pick(bytes, candidates), 0);
-  trials.record(bytes, 0, 3e-3, candidates);
+  trials.record(bytes, 0, 3e-3, false, candidates);
   EXPECT_EQ(trials.trial_pick(bytes, candidates), 2);
-  ASSERT_EQ(trials.record(bytes, 2, 2e-3, candidates), Agreement::kSettle);
+  ASSERT_EQ(trials.record(bytes, 2, 2e-3, false, candidates), Agreement::kSettle);
   const std::vector<double> mine = trials.figures(bytes);
   ASSERT_EQ(mine.size(), 2u);
   EXPECT_DOUBLE_EQ(mine[0], 3e-3 / bytes);
@@ -94,7 +131,7 @@ TEST(AllreduceTrials, TheFastestCallCountsAndTiesKeepTheRulesPick) {
   for (size_t call = 0; call < 4; ++call) {
     const int pick = trials.trial_pick(bytes, candidates);
     EXPECT_EQ(pick, candidates[call % 2]);
-    const Agreement due = trials.record(bytes, pick, seconds[call], candidates);
+    const Agreement due = trials.record(bytes, pick, seconds[call], false, candidates);
     if (due == Agreement::kChallenger) trials.choose_challenger(bytes, trials.figures(bytes));
     if (due == Agreement::kSettle) trials.settle(bytes, trials.figures(bytes));
   }
@@ -116,7 +153,7 @@ TEST(AllreduceTrials, OneCandidateServesWithoutTrials) {
   const size_t bytes = 4096;
   EXPECT_TRUE(trials.trial_due(bytes));
   EXPECT_EQ(trials.trial_pick(bytes, {2}), 2);
-  EXPECT_EQ(trials.record(bytes, 2, 1e-3, {2}), Agreement::kNone);
+  EXPECT_EQ(trials.record(bytes, 2, 1e-3, false, {2}), Agreement::kNone);
   EXPECT_FALSE(trials.trial_due(bytes));
   EXPECT_EQ(*trials.decided(bytes), 2);
   EXPECT_TRUE(trials.explain(name_of).empty());  // nothing was timed
@@ -126,9 +163,10 @@ TEST(AllreduceTrials, BadCandidatesAreAnInternalError) {
   AllreduceTrials trials;
   EXPECT_ANY_THROW(trials.trial_pick(64, {}));
   EXPECT_ANY_THROW(trials.trial_pick(64, {0, 1, 2, 3, 4}));
-  EXPECT_ANY_THROW(trials.record(64, 1, 1e-6, {0, 1}));  // a cycle opens with the rule's pick
-  trials.record(64, 0, 1e-6, {0, 1});
-  EXPECT_ANY_THROW(trials.record(64, 0, 1e-6, {}));  // the turn is 1's
+  EXPECT_ANY_THROW(trials.record(64, 1, 1e-6, false, {0, 1}));  // a cycle opens with the rule's pick
+  trials.record(64, 0, 1e-6, false, {0, 1});
+  EXPECT_ANY_THROW(trials.record(64, 0, 1e-6, false, {}));  // the turn is 1's
+  EXPECT_ANY_THROW(trials.review(64, {1e-9, 0, 1e-6}));    // no window is open
 }
 
 // A trial call that failed (the call check raised on every rank) is not
@@ -137,14 +175,14 @@ TEST(AllreduceTrials, APickWithoutARecordChangesNothing) {
   AllreduceTrials trials;
   const size_t bytes = 1 << 20;
   run_trials(trials, bytes, {0, 1}, {{0, 2e-3}, {1, 1e-3}});
-  for (uint64_t call = 4; call < AllreduceTrials::kCallsPerCycle; ++call) trials.record(bytes, 1, 1e-3, {});
+  EXPECT_FALSE(serve(trials, bytes, 1e-3, AllreduceTrials::kCallsPerCycle - 4).restart.has_value());
   // The next cycle's first call: {2, 0} now; it fails, so the old choice stands.
   ASSERT_TRUE(trials.trial_due(bytes));
   EXPECT_EQ(trials.trial_pick(bytes, {2}), 2);
   EXPECT_EQ(*trials.decided(bytes), 1);
   EXPECT_NE(trials.explain(name_of).find("a1"), std::string::npos);
   EXPECT_EQ(trials.trial_pick(bytes, {2, 0}), 2);
-  EXPECT_EQ(trials.record(bytes, 2, 1e-3, {2, 0}), Agreement::kNone);
+  EXPECT_EQ(trials.record(bytes, 2, 1e-3, false, {2, 0}), Agreement::kNone);
   EXPECT_EQ(trials.trial_pick(bytes, {2, 0}), 0);  // the second turn, from the recorded cycle
 }
 
@@ -183,10 +221,8 @@ TEST(AllreduceTrials, TheTrialsComeBackEveryCycle) {
   const size_t bytes = 1 << 16;
   run_trials(trials, bytes, {0, 1, 2}, {{0, 2e-3}, {1, 1e-3}, {2, 3e-3}});
   EXPECT_EQ(*trials.decided(bytes), 1);
-  for (uint64_t call = 5; call < AllreduceTrials::kCallsPerCycle; ++call) {
-    ASSERT_FALSE(trials.trial_due(bytes)) << call;
-    ASSERT_EQ(trials.record(bytes, 1, 1e-3, {}), Agreement::kNone);
-  }
+  const Served served = serve(trials, bytes, 1e-3, AllreduceTrials::kCallsPerCycle - 5);
+  EXPECT_FALSE(served.restart.has_value());
   // A new cycle: the placement may have changed, so every candidate runs
   // again, and the old choice holds until the new figures settle. Only the
   // new figures count: with the old ones kept, 1 (1e-3) would win again.
@@ -194,6 +230,113 @@ TEST(AllreduceTrials, TheTrialsComeBackEveryCycle) {
   const std::vector<int> ran = run_trials(trials, bytes, {0, 1, 2}, {{0, 1.5e-3}, {1, 3e-3}, {2, 2e-3}});
   EXPECT_EQ(ran, (std::vector<int>{0, 1, 2, 0, 2}));
   EXPECT_EQ(*trials.decided(bytes), 0);
+}
+
+// The watch: after a group settles, a window's fastest call that is kDrift
+// off the settled figure, either way, starts the trials again at the next
+// call; smaller changes do not.
+TEST(AllreduceTrials, TheWatchStartsTheTrialsAgainAfterADrift) {
+  const size_t bytes = 1 << 22;
+  for (double factor : {3.0, 1.6, 1 / 1.6, 1.4, 1 / 1.4}) {
+    AllreduceTrials trials;
+    run_trials(trials, bytes, {0, 1}, {{0, 2e-3}, {1, 1e-3}});
+    ASSERT_EQ(*trials.decided(bytes), 1);
+    const Served served = serve(trials, bytes, 1e-3 * factor, 40);
+    const bool drifted = factor > AllreduceTrials::kDrift || factor < 1 / AllreduceTrials::kDrift;
+    ASSERT_EQ(served.restart.has_value(), drifted) << factor;
+    if (!drifted) {
+      EXPECT_EQ(served.calls, 40) << factor;
+      EXPECT_GE(served.watches, 2) << factor;
+      continue;
+    }
+    EXPECT_TRUE(served.restart->drift) << factor;
+    EXPECT_FALSE(served.restart->placement) << factor;
+    EXPECT_DOUBLE_EQ(served.restart->ratio, factor);
+    EXPECT_EQ(served.calls, static_cast<int>(AllreduceTrials::kMinWatchCalls)) << factor;  // the first window
+    // The choice serves until new figures settle; the new ones decide.
+    EXPECT_EQ(*trials.decided(bytes), 1);
+    EXPECT_TRUE(trials.trial_due(bytes));
+    EXPECT_EQ(run_trials(trials, bytes, {0, 1}, {{0, 2e-3}, {1, 3e-3}}), (std::vector<int>{0, 1, 0, 1}));
+    EXPECT_EQ(*trials.decided(bytes), 0) << factor;
+    const std::string text = trials.explain(name_of);
+    EXPECT_NE(text.find("; timed again 1x after a drift)"), std::string::npos) << text;
+  }
+}
+
+// In and out of place often prefer different algorithms: a rank whose calls
+// moved to a placement none of its trial calls had starts the trials again,
+// even at the same speed. Trials that saw both placements are not restarted.
+TEST(AllreduceTrials, APlacementNewToTheTrialsStartsThemAgain) {
+  const size_t bytes = 1 << 20;
+  AllreduceTrials out_only;
+  run_trials(out_only, bytes, {0, 1}, {{0, 2e-3}, {1, 1e-3}});
+  EXPECT_FALSE(serve(out_only, bytes, 1e-3, 20, false).restart.has_value());
+  const Served moved = serve(out_only, bytes, 1e-3, 20, true);
+  ASSERT_TRUE(moved.restart.has_value());
+  EXPECT_TRUE(moved.restart->placement);
+  EXPECT_FALSE(moved.restart->drift);
+  EXPECT_LE(moved.calls, static_cast<int>(AllreduceTrials::kMinWatchCalls));
+  run_trials(out_only, bytes, {0, 1}, {{0, 1e-3}, {1, 2e-3}}, true);
+  EXPECT_EQ(*out_only.decided(bytes), 0);
+  EXPECT_NE(out_only.explain(name_of).find("; timed again 1x after a change of placement)"), std::string::npos)
+      << out_only.explain(name_of);
+  // Back out of place: new to this cycle's trials, which were all in place.
+  EXPECT_TRUE(serve(out_only, bytes, 1e-3, 20, false).restart.has_value());
+
+  // Trials with calls of both placements (as on a rank of a mixed call).
+  AllreduceTrials both;
+  const std::vector<int> candidates{0, 1};
+  const std::vector<double> seconds{2e-3, 1e-3, 2e-3, 1e-3};
+  for (size_t call = 0; call < 4; ++call) {
+    const int pick = both.trial_pick(bytes, candidates);
+    const Agreement due = both.record(bytes, pick, seconds[call], call % 2 == 1, candidates);
+    if (due == Agreement::kChallenger) both.choose_challenger(bytes, both.figures(bytes));
+    if (due == Agreement::kSettle) both.settle(bytes, both.figures(bytes));
+  }
+  EXPECT_FALSE(serve(both, bytes, 1e-3, 20, true).restart.has_value());
+  EXPECT_FALSE(serve(both, bytes, 1e-3, 20, false).restart.has_value());
+}
+
+// A window lasts until its agreement takes about kWatchShare of the calls'
+// time: from a guessed agreement cost first, then from the agreed one.
+TEST(AllreduceTrials, TheWindowKeepsTheAgreementsShareSmall) {
+  const size_t bytes = 1 << 20;
+  AllreduceTrials trials;
+  run_trials(trials, bytes, {0, 1}, {{0, 2e-6}, {1, 1e-6}});  // 1 us calls
+  const double guess = AllreduceTrials::kFirstAgreementSeconds / (AllreduceTrials::kWatchShare * 1e-6);
+  EXPECT_EQ(window_length(trials, bytes, 1e-6), static_cast<int>(std::ceil(guess)));
+  // Agreed: 1 us calls, agreements of 50 ns: the shortest window.
+  EXPECT_FALSE(trials.review(bytes, {1e-6 / bytes, 0, 5e-8}).has_value());
+  EXPECT_EQ(window_length(trials, bytes, 1e-6), static_cast<int>(AllreduceTrials::kMinWatchCalls));
+  // Agreements of 1 us: 50 calls.
+  EXPECT_FALSE(trials.review(bytes, {1e-6 / bytes, 0, 1e-6}).has_value());
+  EXPECT_EQ(window_length(trials, bytes, 1e-6), 50);
+  // However slow the agreements, the cycle's next trials still come.
+  EXPECT_FALSE(trials.review(bytes, {1e-6 / bytes, 0, 1.0}).has_value());
+  EXPECT_EQ(window_length(trials, bytes, 1e-6), 0);
+  EXPECT_EQ(trials.trial_pick(bytes, {0, 1}), 0);
+  EXPECT_ANY_THROW(trials.review(bytes, {1e-6 / bytes, 0}));  // three figures
+}
+
+// A drift that the new trials answer with the same choice was noise or a
+// passing load: the next windows are twice as long, up to 64 times.
+TEST(AllreduceTrials, WatchedCyclesThatKeepTheChoiceWatchLessOften) {
+  const size_t bytes = 1 << 24;
+  AllreduceTrials trials;
+  run_trials(trials, bytes, {0, 1}, {{0, 20e-3}, {1, 10e-3}});  // 10 ms calls: windows of kMinWatchCalls
+  const int shortest = static_cast<int>(AllreduceTrials::kMinWatchCalls);
+  for (int stretch : {2, 4}) {
+    const Served served = serve(trials, bytes, 30e-3, 1000);
+    ASSERT_TRUE(served.restart.has_value());
+    EXPECT_EQ(served.calls, shortest * stretch / 2);
+    run_trials(trials, bytes, {0, 1}, {{0, 20e-3}, {1, 10e-3}});
+    ASSERT_EQ(*trials.decided(bytes), 1);
+  }
+  // The choice changes: the windows are short again.
+  ASSERT_TRUE(serve(trials, bytes, 30e-3, 1000).restart.has_value());
+  run_trials(trials, bytes, {0, 1}, {{0, 10e-3}, {1, 20e-3}});
+  ASSERT_EQ(*trials.decided(bytes), 0);
+  EXPECT_EQ(serve(trials, bytes, 30e-3, 1000).calls, shortest);
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // allreduce_trials.cc - see allreduce_trials.h.
 #include "algorithms/allreduce_trials.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/error.h"
 #include "core/table_text.h"
 
@@ -24,12 +27,20 @@ size_t AllreduceTrials::group_start(int group) {
 
 namespace {
 
-// The position of a group's next call in its cycle.
+// The position of a call in its cycle, from the calls since the cycle began.
 uint64_t in_cycle(uint64_t calls) { return calls % AllreduceTrials::kCallsPerCycle; }
 // Whether the call at `position` is a trial, with `candidates` of this cycle
 // (unknown, 0, before its first call): round one, then two more.
 bool is_trial(uint64_t position, size_t candidates) {
   return position == 0 || (candidates >= 2 && position < candidates + 2);
+}
+
+// For --explain: how often the watch started the trials again.
+std::string restarts(uint64_t after_drift, uint64_t after_placement) {
+  std::string text;
+  if (after_drift > 0) text += "; timed again " + std::to_string(after_drift) + "x after a drift";
+  if (after_placement > 0) text += "; timed again " + std::to_string(after_placement) + "x after a change of placement";
+  return text;
 }
 
 }  // namespace
@@ -45,17 +56,20 @@ AllreduceTrials::Group& AllreduceTrials::at(size_t bytes) {
   return groups_[group];
 }
 
+// The position of a group's next call in its cycle.
+uint64_t AllreduceTrials::position_of(const Group& group) { return in_cycle(group.calls - group.cycle_start); }
+
 bool AllreduceTrials::trial_due(size_t bytes) const {
   const Group* group = find(bytes);
   if (group == nullptr) return true;
-  return is_trial(in_cycle(group->calls), group->cycle.candidates.size());
+  return is_trial(position_of(*group), group->cycle.candidates.size());
 }
 
 size_t AllreduceTrials::group_floor(size_t bytes) { return group_start(group_of(bytes)); }
 
 int AllreduceTrials::trial_pick(size_t bytes, const std::vector<int>& candidates) const {
   const Group* group = find(bytes);
-  const uint64_t position = in_cycle(group == nullptr ? 0 : group->calls);
+  const uint64_t position = group == nullptr ? 0 : position_of(*group);
   if (position == 0) {
     MATEX_REQUIRE(!candidates.empty() && candidates.size() <= kMaxCandidates, MATEX_ERR_INTERNAL,
                   "allreduce trials take 1 to " + std::to_string(kMaxCandidates) + " candidates, not " +
@@ -68,10 +82,11 @@ int AllreduceTrials::trial_pick(size_t bytes, const std::vector<int>& candidates
   return group->cycle.candidates[position == count ? 0 : group->cycle.challenger];
 }
 
-AllreduceTrials::Agreement AllreduceTrials::record(size_t bytes, int algorithm, double seconds,
+AllreduceTrials::Agreement AllreduceTrials::record(size_t bytes, int algorithm, double seconds, bool in_place,
                                                    const std::vector<int>& candidates) {
   Group& group = at(bytes);
-  const uint64_t position = in_cycle(group.calls);
+  const uint64_t position = position_of(group);
+  const unsigned placement = in_place ? 2 : 1;
   if (position == 0) {
     // The cycle starts only now that its first call returned: a call that
     // failed on some ranks left every rank's state as it was.
@@ -79,31 +94,39 @@ AllreduceTrials::Agreement AllreduceTrials::record(size_t bytes, int algorithm, 
                   MATEX_ERR_INTERNAL, "a cycle of allreduce trials must open with the rule's pick");
     group.cycle = Outcome{candidates, {}, 0, {}};
     group.fastest.assign(candidates.size(), -1);
+    group.placements = 0;
+    group.watch.window = 0;  // not watched until the cycle settles
     if (candidates.size() == 1) {
       group.choice = candidates[0];
       group.settled.reset();  // nothing was timed
     }
   }
   const size_t count = group.cycle.candidates.size();
-  if (count < 2 || !is_trial(position, count)) {
-    ++group.calls;
-    return Agreement::kNone;
-  }
+  ++group.calls;
+  const double per_byte = seconds / static_cast<double>(bytes);
+  if (count < 2 || !is_trial(position, count)) return watch_call(group, per_byte, placement);
   const size_t index = position < count ? position : position == count ? 0 : group.cycle.challenger;
   MATEX_REQUIRE(group.cycle.candidates[index] == algorithm, MATEX_ERR_INTERNAL,
                 "an allreduce trial ran another algorithm than its turn's");
-  ++group.calls;
+  group.placements |= placement;
   double& fastest = group.fastest[index];
-  const double per_byte = seconds / static_cast<double>(bytes);
   if (fastest < 0 || per_byte < fastest) fastest = per_byte;
   if (position + 1 == count) return Agreement::kChallenger;
   return position == count + 1 ? Agreement::kSettle : Agreement::kNone;
 }
 
+AllreduceTrials::Agreement AllreduceTrials::watch_call(Group& group, double per_byte, unsigned placement) {
+  Watch& watch = group.watch;
+  if (watch.window == 0) return Agreement::kNone;
+  if (watch.fastest < 0 || per_byte < watch.fastest) watch.fastest = per_byte;
+  watch.moved = (group.placements & placement) == 0;
+  return ++watch.watched == watch.window ? Agreement::kWatch : Agreement::kNone;
+}
+
 std::vector<double> AllreduceTrials::figures(size_t bytes) const {
   const Group* group = find(bytes);
   if (group == nullptr || group->fastest.empty()) return {};
-  const uint64_t position = in_cycle(group->calls);
+  const uint64_t position = position_of(*group);
   if (position == group->cycle.candidates.size()) return group->fastest;  // after round one
   return {group->fastest[0], group->fastest[group->cycle.challenger]};
 }
@@ -128,9 +151,64 @@ void AllreduceTrials::settle(size_t bytes, const std::vector<double>& slowest_ra
   const double kept = slowest_rank_figures[0];
   const double challenger = slowest_rank_figures[1];
   const bool wins = kept > 0 && challenger > 0 && challenger < kept * (1 - kMargin);
+  const int previous = group.choice.value_or(-1);
   group.choice = group.cycle.candidates[wins ? group.cycle.challenger : 0];
   group.settled = group.cycle;
   group.fastest.assign(group.cycle.candidates.size(), -1);
+  // Watch the choice from now on. The first window is sized from agreed
+  // figures only (the same on every rank): this call's and a guessed
+  // agreement cost.
+  Watch& watch = group.watch;
+  const bool same_again = watch.restarted && previous == *group.choice;
+  watch.stretch = same_again ? std::min<uint64_t>(2 * watch.stretch, 64) : 1;
+  watch.restarted = false;
+  watch.settled_per_byte = slowest_rank_figures[wins ? 1 : 0];
+  const double call_seconds = watch.settled_per_byte * static_cast<double>(group_start(group_of(bytes)));
+  open_window(watch, window_for(call_seconds, kFirstAgreementSeconds, watch.stretch));
+}
+
+uint64_t AllreduceTrials::window_for(double call_seconds, double agreement_seconds, uint64_t stretch) {
+  double calls = static_cast<double>(kMinWatchCalls);
+  if (call_seconds > 0) calls = std::max(calls, std::ceil(agreement_seconds / (kWatchShare * call_seconds)));
+  calls *= static_cast<double>(stretch);
+  return static_cast<uint64_t>(std::min(calls, static_cast<double>(kCallsPerCycle)));
+}
+
+void AllreduceTrials::open_window(Watch& watch, uint64_t calls) {
+  watch.window = calls;
+  watch.watched = 0;
+  watch.fastest = -1;
+  watch.moved = false;
+}
+
+std::vector<double> AllreduceTrials::watch_figures(size_t bytes) const {
+  const Group* group = find(bytes);
+  if (group == nullptr || group->watch.window == 0) return {};
+  return {group->watch.fastest, group->watch.moved ? 1.0 : 0.0, last_agreement_seconds_};
+}
+
+std::optional<AllreduceTrials::Restart> AllreduceTrials::review(size_t bytes,
+                                                                const std::vector<double>& slowest_rank_figures) {
+  Group& group = at(bytes);
+  Watch& watch = group.watch;
+  MATEX_REQUIRE(slowest_rank_figures.size() == 3 && watch.window > 0 && watch.watched == watch.window,
+                MATEX_ERR_INTERNAL, "a watch of the allreduce trials needs a finished window's three figures");
+  Restart restart;
+  restart.ratio = watch.settled_per_byte > 0 ? slowest_rank_figures[0] / watch.settled_per_byte : 1;
+  restart.drift = restart.ratio > kDrift || restart.ratio < 1 / kDrift;
+  restart.placement = slowest_rank_figures[1] > 0;
+  if (restart.drift || restart.placement) {
+    // Every rank reviewed the same figures, so every rank starts the new cycle at the same call.
+    group.cycle_start = group.calls;
+    watch.window = 0;
+    watch.restarted = true;
+    watch.drift_restarts += restart.drift;
+    watch.placement_restarts += restart.placement && !restart.drift;
+    return restart;
+  }
+  const double call_seconds = slowest_rank_figures[0] * static_cast<double>(group_start(group_of(bytes)));
+  open_window(watch, window_for(call_seconds, slowest_rank_figures[2], watch.stretch));
+  return std::nullopt;
 }
 
 std::optional<int> AllreduceTrials::decided(size_t bytes) const {
@@ -155,7 +233,8 @@ std::string AllreduceTrials::explain(const std::function<const char*(int)>& name
     }
     text += std::string("; round two ") + name_of(state.candidates[0]) + " " +
             microseconds(state.final_round[0] * low) + ", " + name_of(state.candidates[state.challenger]) + " " +
-            microseconds(state.final_round[1] * low) + " (" + std::to_string(groups_[index].calls) + " calls)\n";
+            microseconds(state.final_round[1] * low) + " (" + std::to_string(groups_[index].calls) + " calls" +
+            restarts(groups_[index].watch.drift_restarts, groups_[index].watch.placement_restarts) + ")\n";
   }
   return text;
 }

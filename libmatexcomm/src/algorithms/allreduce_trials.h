@@ -19,9 +19,24 @@
 //   challenger's fastest call was kMargin faster: the group's choice, the same
 //   on every rank. The trials repeat every kCallsPerCycle calls of a group, since the placement
 //   can change while a job runs.
+// The watch: the placement can also change within seconds (the VM above
+//   switched in the middle of a benchmark run, and a settled rs_ar_ag then
+//   ran 1.6-2x slower than rs_ar_ag_cma until the end), and in and out of
+//   place often prefer different algorithms. So after a group settles, each
+//   rank times every call of the choice, and after each window of calls the
+//   ranks agree (max over ranks) on the window's fastest call, on whether a
+//   rank's calls moved to a placement its trial calls never had, and on what
+//   the previous agreement cost. The trials start again at once when the
+//   fastest call is kDrift off the figure the choice settled with, either
+//   way, or the placement moved. A window lasts long enough that its
+//   agreement takes about kWatchShare of the group's time (kMinWatchCalls at
+//   least), and twice as long, up to 64 times, each time a watched cycle
+//   settled on the choice it already had.
 // Cost: per group and cycle, candidates + 2 calls (4 to 6; with up to three
 //   candidates they fit in matex-bench's 5 warm-up calls) and two
-//   MPI_Allreduce of a few doubles; otherwise an array lookup per call.
+//   MPI_Allreduce of a few doubles; then one MPI_Allreduce of three doubles
+//   per window, about kWatchShare of the calls' time, and two clock reads per
+//   call.
 //   The challenger is the fastest of single calls, so luck favours it a
 //   little; its second call and the margin temper that.
 // Preconditions: every rank makes the same calls with the same sizes (as
@@ -44,7 +59,18 @@ class AllreduceTrials {
   static constexpr size_t kMaxCandidates = 4;
   static constexpr uint64_t kCallsPerCycle = 512;
   static constexpr double kMargin = 0.03;  // as the allreduce table's
-  enum class Agreement { kNone, kChallenger, kSettle };
+  static constexpr double kDrift = 1.5;
+  static constexpr uint64_t kMinWatchCalls = 4;
+  static constexpr double kWatchShare = 0.02;
+  // What a window's agreement is taken to cost before one was timed.
+  static constexpr double kFirstAgreementSeconds = 5e-6;
+  enum class Agreement { kNone, kChallenger, kSettle, kWatch };
+  // Why a watch started the trials again.
+  struct Restart {
+    bool drift = false;
+    bool placement = false;
+    double ratio = 1;  // the window's fastest call against the settled figure
+  };
 
   // The smallest size of the group `bytes` (> 0) falls in: the caller works
   // out a group's candidates there, whichever size opens its cycle.
@@ -55,19 +81,29 @@ class AllreduceTrials {
   // pick first, 1 to kMaxCandidates distinct indices) is read at a cycle's
   // first call only, which runs the rule's pick.
   int trial_pick(size_t bytes, const std::vector<int>& candidates) const;
-  // Records a call of `bytes` that ran `algorithm` in `seconds` (read for
-  // trials only) and returned on every rank; at a cycle's first call it also
+  // Records a call of `bytes` (in place or not) that ran `algorithm` in
+  // `seconds` and returned on every rank; at a cycle's first call it also
   // starts the cycle with `candidates` (as given to trial_pick; with one
   // there is nothing to try and it serves the group). Says which agreement is
   // due after it: kChallenger, agree on figures() (max over ranks) and pass
   // them to choose_challenger(); kSettle, agree on figures() and pass them to
-  // settle().
-  Agreement record(size_t bytes, int algorithm, double seconds, const std::vector<int>& candidates);
+  // settle(); kWatch, agree on watch_figures() and pass them to review().
+  Agreement record(size_t bytes, int algorithm, double seconds, bool in_place, const std::vector<int>& candidates);
   // This rank's fastest seconds per byte: every candidate's after round one,
   // [rule's pick, challenger] after round two.
   std::vector<double> figures(size_t bytes) const;
   void choose_challenger(size_t bytes, const std::vector<double>& slowest_rank_figures);
   void settle(size_t bytes, const std::vector<double>& slowest_rank_figures);
+  // The caller's time for its last agreement (any group's), which a window's
+  // agreement carries to size the next window.
+  void note_agreement_seconds(double seconds) { last_agreement_seconds_ = seconds; }
+  // This rank's window: its fastest call per byte, 1 if its last call had a
+  // placement that none of its trial calls had (else 0), and
+  // note_agreement_seconds' figure.
+  std::vector<double> watch_figures(size_t bytes) const;
+  // With the window's agreed figures (max over ranks): starts the trials
+  // again at the group's next call, saying why, or opens the next window.
+  std::optional<Restart> review(size_t bytes, const std::vector<double>& slowest_rank_figures);
   // The settled choice for `bytes`, if its group has one.
   std::optional<int> decided(size_t bytes) const;
   // Lines for --explain: each settled group's figures and choice.
@@ -81,20 +117,41 @@ class AllreduceTrials {
     size_t challenger = 0;
     std::vector<double> final_round;  // the rule's pick, the challenger
   };
+  struct Watch {
+    double settled_per_byte = 0;  // the choice's agreed figure when it settled
+    uint64_t window = 0;          // calls per window (0: not watching)
+    uint64_t watched = 0;         // calls of the current window so far
+    double fastest = -1;          // this rank's, per byte, this window
+    bool moved = false;           // this rank's last call had a placement new to the cycle
+    uint64_t stretch = 1;         // doubles while watched cycles keep the choice
+    bool restarted = false;       // this cycle was started by the watch
+    uint64_t drift_restarts = 0;
+    uint64_t placement_restarts = 0;
+  };
   struct Group {
     uint64_t calls = 0;
+    uint64_t cycle_start = 0;       // calls before this cycle's first
     Outcome cycle;                  // this cycle's, filled as it goes
     std::vector<double> fastest;    // this rank's per candidate, this cycle (negative: none yet)
+    unsigned placements = 0;        // this rank's trial calls this cycle: 1 out of place, 2 in place
     std::optional<Outcome> settled;  // the last settled cycle's
     std::optional<int> choice;
+    Watch watch;
   };
   static int group_of(size_t bytes);
+  static uint64_t position_of(const Group& group);  // of the group's next call in its cycle
+  // Counts a call of the settled choice in the window, if one is open.
+  static Agreement watch_call(Group& group, double per_byte, unsigned placement);
+  static void open_window(Watch& watch, uint64_t calls);
+  // Calls per window for calls of `call_seconds` whose agreement takes `agreement_seconds`.
+  static uint64_t window_for(double call_seconds, double agreement_seconds, uint64_t stretch);
   static size_t group_start(int group);  // the smallest size in a group
   const Group* find(size_t bytes) const;   // null: no call of its group yet
   Group& at(size_t bytes);
   // By group: 4 per power of two (floor(log2(bytes)) and the next two bits),
   // grown to the largest group seen (at most 4 * 64 entries).
   std::vector<Group> groups_;
+  double last_agreement_seconds_ = kFirstAgreementSeconds;
 };
 
 }  // namespace matexcomm

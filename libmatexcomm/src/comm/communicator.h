@@ -175,7 +175,7 @@ class Communicator {
   // Records a call that takes part and returned; after a round of trials,
   // agrees with every rank on the figures (collective then). A failure there
   // fails the communicator, whose ranks could no longer choose alike.
-  void record_trial(size_t bytes, int ran, double seconds, const std::vector<int>& candidates);
+  void record_trial(size_t bytes, int ran, double seconds, bool in_place, const std::vector<int>& candidates);
   // The slowest rank's figures: an MPI_Iallreduce (max) on trials_comm_.
   std::vector<double> agree_on_trials(const std::vector<double>& mine);
   static int collective_index(matex_collective_t coll);

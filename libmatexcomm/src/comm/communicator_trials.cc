@@ -60,14 +60,25 @@ std::vector<int> Communicator::trial_candidates(size_t bytes) const {
   return candidates;
 }
 
-void Communicator::record_trial(size_t bytes, int ran, double seconds, const std::vector<int>& candidates) {
+void Communicator::record_trial(size_t bytes, int ran, double seconds, bool in_place,
+                                const std::vector<int>& candidates) {
   try {
-    switch (trials_->record(bytes, ran, seconds, candidates)) {
+    switch (trials_->record(bytes, ran, seconds, in_place, candidates)) {
       case AllreduceTrials::Agreement::kNone: return;
       case AllreduceTrials::Agreement::kChallenger:
         trials_->choose_challenger(bytes, agree_on_trials(trials_->figures(bytes)));
         return;
-      case AllreduceTrials::Agreement::kSettle: trials_->settle(bytes, agree_on_trials(trials_->figures(bytes)));
+      case AllreduceTrials::Agreement::kSettle:
+        trials_->settle(bytes, agree_on_trials(trials_->figures(bytes)));
+        return;
+      case AllreduceTrials::Agreement::kWatch:
+        if (const auto restart = trials_->review(bytes, agree_on_trials(trials_->watch_figures(bytes)))) {
+          MATEX_LOG(LogLevel::kDebug,
+                    "allreduce trials: calls of " + std::to_string(bytes) + " B " +
+                        (restart->drift ? "took " + std::to_string(restart->ratio) + "x the time they settled with"
+                                        : std::string("moved to a placement the trials did not time")) +
+                        "; timing the contenders again");
+        }
     }
   } catch (const std::exception& error) {
     // This rank's trials may now be out of step with the others': no further call may run.
@@ -88,6 +99,7 @@ std::vector<double> Communicator::agree_on_trials(const std::vector<double>& min
   // collective; waited for with backoff, warning once as the call check does
   // (a rank whose call failed never arrives). Both buffers are members: an
   // error below leaves the request pending.
+  const double started = MPI_Wtime();
   trial_figures_ = mine;
   trial_figures_.resize(2 * mine.size());
   double* agreed = trial_figures_.data() + mine.size();
@@ -106,6 +118,7 @@ std::vector<double> Communicator::agree_on_trials(const std::vector<double>& min
                                        " s for every rank to agree on the allreduce trials of collective call #" +
                                        std::to_string(sequence_) + "; did a rank's allreduce fail?");
       });
+  trials_->note_agreement_seconds(MPI_Wtime() - started);  // sizes the watch's windows
   return std::vector<double>(agreed, agreed + mine.size());
 }
 
