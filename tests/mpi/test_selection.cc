@@ -234,8 +234,9 @@ TEST(Selection, TrialsSettleAlikeOnEveryRank) {
     const std::string challenger = ran[contenders + 1];
     EXPECT_NE(std::find(ran.begin() + 1, ran.begin() + contenders, challenger), ran.begin() + contenders) << sequence;
     EXPECT_TRUE(settled == ran[0] || settled == challenger) << settled << " after " << sequence;
-    // The watch may start the trials again after its first window (kMinWatchCalls calls at least).
-    for (size_t call = contenders + 2; call < std::min(ran.size(), contenders + 6); ++call)
+    // The watch may start the trials again after its first window, which has
+    // 2 calls at least (AllreduceTrials::kMinWatchCalls).
+    for (size_t call = contenders + 2; call < std::min(ran.size(), contenders + 4); ++call)
       EXPECT_EQ(ran[call], settled) << sequence;
   }
   const std::string text = selection_of(comm);

@@ -232,15 +232,20 @@ TEST(AllreduceTrials, TheTrialsComeBackEveryCycle) {
   EXPECT_EQ(*trials.decided(bytes), 0);
 }
 
-// The watch: after a group settles, a window's fastest call that is kDrift
-// off the settled figure, either way, starts the trials again at the next
-// call; smaller changes do not.
+// The watch: after a group settles, a window whose fastest call is kDrift
+// off the choice's figure, either way, starts the trials again at the next
+// call; smaller changes do not. The first window after a settle counts only
+// calls slower than the trials' (a group's first calls run cold) and then
+// gives the figure.
 TEST(AllreduceTrials, TheWatchStartsTheTrialsAgainAfterADrift) {
   const size_t bytes = 1 << 22;
   for (double factor : {3.0, 1.6, 1 / 1.6, 1.4, 1 / 1.4}) {
     AllreduceTrials trials;
     run_trials(trials, bytes, {0, 1}, {{0, 2e-3}, {1, 1e-3}});
     ASSERT_EQ(*trials.decided(bytes), 1);
+    const Served first = serve(trials, bytes, 1e-3, 2);  // the first window: as the trials
+    ASSERT_FALSE(first.restart.has_value());
+    ASSERT_EQ(first.watches, 1);
     const Served served = serve(trials, bytes, 1e-3 * factor, 40);
     const bool drifted = factor > AllreduceTrials::kDrift || factor < 1 / AllreduceTrials::kDrift;
     ASSERT_EQ(served.restart.has_value(), drifted) << factor;
@@ -252,7 +257,7 @@ TEST(AllreduceTrials, TheWatchStartsTheTrialsAgainAfterADrift) {
     EXPECT_TRUE(served.restart->drift) << factor;
     EXPECT_FALSE(served.restart->placement) << factor;
     EXPECT_DOUBLE_EQ(served.restart->ratio, factor);
-    EXPECT_EQ(served.calls, static_cast<int>(AllreduceTrials::kMinWatchCalls)) << factor;  // the first window
+    EXPECT_EQ(served.calls, static_cast<int>(AllreduceTrials::kMinWatchCalls)) << factor;  // a millisecond call
     // The choice serves until new figures settle; the new ones decide.
     EXPECT_EQ(*trials.decided(bytes), 1);
     EXPECT_TRUE(trials.trial_due(bytes));
@@ -261,6 +266,46 @@ TEST(AllreduceTrials, TheWatchStartsTheTrialsAgainAfterADrift) {
     const std::string text = trials.explain(name_of);
     EXPECT_NE(text.find("; timed again 1x after a drift)"), std::string::npos) << text;
   }
+}
+
+TEST(AllreduceTrials, TheFirstWindowCountsOnlySlowerCallsAndThenGivesTheFigure) {
+  const size_t bytes = 1 << 22;
+  AllreduceTrials trials;
+  run_trials(trials, bytes, {0, 1}, {{0, 2e-3}, {1, 1e-3}});
+  // Twice as fast as the trials: no restart, and 0.5 ms is the figure now.
+  EXPECT_FALSE(serve(trials, bytes, 0.5e-3, 2).restart.has_value());
+  const Served back = serve(trials, bytes, 1e-3, 40);  // 2x the new figure
+  ASSERT_TRUE(back.restart.has_value());
+  EXPECT_DOUBLE_EQ(back.restart->ratio, 2.0);
+  // After the new trials, a slower first window restarts them at once.
+  run_trials(trials, bytes, {0, 1}, {{0, 2e-3}, {1, 1e-3}});
+  const Served slower = serve(trials, bytes, 3e-3, 40);
+  ASSERT_TRUE(slower.restart.has_value());
+  // The restarted trials kept the choice: its windows are twice as long.
+  EXPECT_EQ(slower.calls, 2 * static_cast<int>(AllreduceTrials::kMinWatchCalls));
+}
+
+// A window reads the clock only for its last kTimedWatchCalls calls: the
+// seconds given for the others are not read.
+TEST(AllreduceTrials, AWindowTimesOnlyItsLastCalls) {
+  const size_t bytes = 1 << 20;
+  AllreduceTrials trials;
+  run_trials(trials, bytes, {0, 1}, {{0, 2e-6}, {1, 1e-6}});  // 1 us calls: a long window
+  // About kFirstAgreementSeconds / (kWatchShare x 1 us) = 250 calls.
+  std::vector<bool> clocked;
+  for (Agreement due = Agreement::kNone; due != Agreement::kWatch && clocked.size() < 1000;) {
+    clocked.push_back(trials.clock_due(bytes));
+    due = trials.record(bytes, 1, clocked.back() ? 1e-6 : 1.0, false, {});
+  }
+  ASSERT_GE(clocked.size(), 250u);
+  ASSERT_LE(clocked.size(), 251u);
+  for (size_t call = 0; call < clocked.size(); ++call)
+    EXPECT_EQ(clocked[call], call + AllreduceTrials::kTimedWatchCalls >= clocked.size()) << call;
+  const std::vector<double> mine = trials.watch_figures(bytes);
+  ASSERT_EQ(mine.size(), 3u);
+  EXPECT_DOUBLE_EQ(mine[0], 1e-6 / bytes);
+  EXPECT_FALSE(trials.review(bytes, mine).has_value());
+  EXPECT_TRUE(AllreduceTrials().clock_due(bytes));  // a group's first call is a trial
 }
 
 // In and out of place often prefer different algorithms: a rank whose calls
@@ -305,8 +350,8 @@ TEST(AllreduceTrials, TheWindowKeepsTheAgreementsShareSmall) {
   run_trials(trials, bytes, {0, 1}, {{0, 2e-6}, {1, 1e-6}});  // 1 us calls
   const double guess = AllreduceTrials::kFirstAgreementSeconds / (AllreduceTrials::kWatchShare * 1e-6);
   EXPECT_EQ(window_length(trials, bytes, 1e-6), static_cast<int>(std::ceil(guess)));
-  // Agreed: 1 us calls, agreements of 50 ns: the shortest window.
-  EXPECT_FALSE(trials.review(bytes, {1e-6 / bytes, 0, 5e-8}).has_value());
+  // Agreed: 1 us calls, agreements of 20 ns: the shortest window.
+  EXPECT_FALSE(trials.review(bytes, {1e-6 / bytes, 0, 2e-8}).has_value());
   EXPECT_EQ(window_length(trials, bytes, 1e-6), static_cast<int>(AllreduceTrials::kMinWatchCalls));
   // Agreements of 1 us: 50 calls.
   EXPECT_FALSE(trials.review(bytes, {1e-6 / bytes, 0, 1e-6}).has_value());

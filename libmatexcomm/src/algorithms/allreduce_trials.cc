@@ -118,9 +118,19 @@ AllreduceTrials::Agreement AllreduceTrials::record(size_t bytes, int algorithm, 
 AllreduceTrials::Agreement AllreduceTrials::watch_call(Group& group, double per_byte, unsigned placement) {
   Watch& watch = group.watch;
   if (watch.window == 0) return Agreement::kNone;
-  if (watch.fastest < 0 || per_byte < watch.fastest) watch.fastest = per_byte;
+  if (in_timed_tail(watch) && (watch.fastest < 0 || per_byte < watch.fastest)) watch.fastest = per_byte;
   watch.moved = (group.placements & placement) == 0;
   return ++watch.watched == watch.window ? Agreement::kWatch : Agreement::kNone;
+}
+
+bool AllreduceTrials::in_timed_tail(const Watch& watch) {
+  return watch.window > 0 && watch.watched + std::min(watch.window, kTimedWatchCalls) >= watch.window;
+}
+
+bool AllreduceTrials::clock_due(size_t bytes) const {
+  const Group* group = find(bytes);
+  if (group == nullptr) return true;
+  return is_trial(position_of(*group), group->cycle.candidates.size()) || in_timed_tail(group->watch);
 }
 
 std::vector<double> AllreduceTrials::figures(size_t bytes) const {
@@ -162,6 +172,7 @@ void AllreduceTrials::settle(size_t bytes, const std::vector<double>& slowest_ra
   const bool same_again = watch.restarted && previous == *group.choice;
   watch.stretch = same_again ? std::min<uint64_t>(2 * watch.stretch, 64) : 1;
   watch.restarted = false;
+  watch.first = true;
   watch.settled_per_byte = slowest_rank_figures[wins ? 1 : 0];
   const double call_seconds = watch.settled_per_byte * static_cast<double>(group_start(group_of(bytes)));
   open_window(watch, window_for(call_seconds, kFirstAgreementSeconds, watch.stretch));
@@ -195,7 +206,9 @@ std::optional<AllreduceTrials::Restart> AllreduceTrials::review(size_t bytes,
                 MATEX_ERR_INTERNAL, "a watch of the allreduce trials needs a finished window's three figures");
   Restart restart;
   restart.ratio = watch.settled_per_byte > 0 ? slowest_rank_figures[0] / watch.settled_per_byte : 1;
-  restart.drift = restart.ratio > kDrift || restart.ratio < 1 / kDrift;
+  // A group's first calls run colder than those after: the first window
+  // counts only calls slower than the trials', then sets the figure.
+  restart.drift = restart.ratio > kDrift || (!watch.first && restart.ratio < 1 / kDrift);
   restart.placement = slowest_rank_figures[1] > 0;
   if (restart.drift || restart.placement) {
     // Every rank reviewed the same figures, so every rank starts the new cycle at the same call.
@@ -206,6 +219,8 @@ std::optional<AllreduceTrials::Restart> AllreduceTrials::review(size_t bytes,
     watch.placement_restarts += restart.placement && !restart.drift;
     return restart;
   }
+  if (watch.first && slowest_rank_figures[0] > 0) watch.settled_per_byte = slowest_rank_figures[0];
+  watch.first = false;
   const double call_seconds = slowest_rank_figures[0] * static_cast<double>(group_start(group_of(bytes)));
   open_window(watch, window_for(call_seconds, slowest_rank_figures[2], watch.stretch));
   return std::nullopt;

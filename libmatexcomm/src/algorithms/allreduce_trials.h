@@ -23,20 +23,23 @@
 //   switched in the middle of a benchmark run, and a settled rs_ar_ag then
 //   ran 1.6-2x slower than rs_ar_ag_cma until the end), and in and out of
 //   place often prefer different algorithms. So after a group settles, each
-//   rank times every call of the choice, and after each window of calls the
-//   ranks agree (max over ranks) on the window's fastest call, on whether a
-//   rank's calls moved to a placement its trial calls never had, and on what
-//   the previous agreement cost. The trials start again at once when the
-//   fastest call is kDrift off the figure the choice settled with, either
-//   way, or the placement moved. A window lasts long enough that its
+//   rank times the last kTimedWatchCalls calls of each window of calls of the
+//   choice, and after the window the ranks agree (max over ranks) on its
+//   fastest call, on whether a rank's calls moved to a placement its trial
+//   calls never had, and on what the previous agreement cost. The trials
+//   start again at once when the placement moved, or when the fastest call
+//   is kDrift off the choice's figure, either way. That figure is the
+//   trials' at first: the first window after a settle starts them again only
+//   if it is kDrift slower (a group's first calls run colder than those
+//   after it) and then gives the figure. A window lasts long enough that its
 //   agreement takes about kWatchShare of the group's time (kMinWatchCalls at
 //   least), and twice as long, up to 64 times, each time a watched cycle
 //   settled on the choice it already had.
 // Cost: per group and cycle, candidates + 2 calls (4 to 6; with up to three
 //   candidates they fit in matex-bench's 5 warm-up calls) and two
 //   MPI_Allreduce of a few doubles; then one MPI_Allreduce of three doubles
-//   per window, about kWatchShare of the calls' time, and two clock reads per
-//   call.
+//   per window, about kWatchShare of the calls' time, and two clock reads for
+//   each of the window's last kTimedWatchCalls calls.
 //   The challenger is the fastest of single calls, so luck favours it a
 //   little; its second call and the margin temper that.
 // Preconditions: every rank makes the same calls with the same sizes (as
@@ -60,7 +63,8 @@ class AllreduceTrials {
   static constexpr uint64_t kCallsPerCycle = 512;
   static constexpr double kMargin = 0.03;  // as the allreduce table's
   static constexpr double kDrift = 1.5;
-  static constexpr uint64_t kMinWatchCalls = 4;
+  static constexpr uint64_t kMinWatchCalls = 2;
+  static constexpr uint64_t kTimedWatchCalls = 4;  // the last calls of a window, the ones it times
   static constexpr double kWatchShare = 0.02;
   // What a window's agreement is taken to cost before one was timed.
   static constexpr double kFirstAgreementSeconds = 5e-6;
@@ -75,8 +79,12 @@ class AllreduceTrials {
   // The smallest size of the group `bytes` (> 0) falls in: the caller works
   // out a group's candidates there, whichever size opens its cycle.
   static size_t group_floor(size_t bytes);
-  // Whether the next call of `bytes` (> 0) is a trial (to be timed).
+  // Whether the next call of `bytes` (> 0) is a trial.
   bool trial_due(size_t bytes) const;
+  // Whether record() reads the next call's seconds: a trial's, or one of the
+  // last kTimedWatchCalls of a window (two clock reads cost 15-20 % of a
+  // 0.3 us call here).
+  bool clock_due(size_t bytes) const;
   // The algorithm that trial runs; changes nothing. `candidates` (the rule's
   // pick first, 1 to kMaxCandidates distinct indices) is read at a cycle's
   // first call only, which runs the rule's pick.
@@ -123,6 +131,7 @@ class AllreduceTrials {
     uint64_t watched = 0;         // calls of the current window so far
     double fastest = -1;          // this rank's, per byte, this window
     bool moved = false;           // this rank's last call had a placement new to the cycle
+    bool first = false;           // the first window after a settle
     uint64_t stretch = 1;         // doubles while watched cycles keep the choice
     bool restarted = false;       // this cycle was started by the watch
     uint64_t drift_restarts = 0;
@@ -143,6 +152,7 @@ class AllreduceTrials {
   // Counts a call of the settled choice in the window, if one is open.
   static Agreement watch_call(Group& group, double per_byte, unsigned placement);
   static void open_window(Watch& watch, uint64_t calls);
+  static bool in_timed_tail(const Watch& watch);  // the window's next call is timed
   // Calls per window for calls of `call_seconds` whose agreement takes `agreement_seconds`.
   static uint64_t window_for(double call_seconds, double agreement_seconds, uint64_t stretch);
   static size_t group_start(int group);  // the smallest size in a group

@@ -292,7 +292,8 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   const CallSignature call = reduction_call(CallKind::kAllreduce, count, dtype, op);
   // Before the algorithm (which reserves too), so that a trial's clock does not time it.
   if (compared_inside_node && !algorithm.single_copy) reserve_node_buffers(bytes);
-  const double started = takes_part ? MPI_Wtime() : 0;  // trials time their calls, the watch every call
+  const bool clocked = takes_part && trials_->clock_due(bytes);  // trials, and the watch's timed calls
+  const double started = clocked ? MPI_Wtime() : 0;
   // A small flat allreduce that gets the call check rides along with it: one
   // exchange instead of the check and then MPI's own call (call_agreement.h).
   const bool carried = algorithm.run == allreduce_flat && bytes <= kCarriedMaxBytes &&
@@ -311,7 +312,7 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
     AllreduceArgs args{send, recv, count, dtype, op, chosen, sequence_, streaming};
     algorithm.run(context_, args);
   }, compared_inside_node, carried);
-  if (takes_part) record_trial(bytes, chosen, MPI_Wtime() - started, send == recv, candidates);  // counts every call
+  if (takes_part) record_trial(bytes, chosen, clocked ? MPI_Wtime() - started : 0, send == recv, candidates);  // counts every call
 }
 
 bool Communicator::fuses_without_copies() const {
