@@ -115,10 +115,11 @@ TEST(AllreduceTrials, TheAgreedFiguresDecideNotThisRanks) {
   EXPECT_EQ(trials.trial_pick(bytes, candidates), 2);
   ASSERT_EQ(trials.record(bytes, 2, 2e-3, false, candidates), Agreement::kSettle);
   const std::vector<double> mine = trials.figures(bytes);
-  ASSERT_EQ(mine.size(), 2u);
+  ASSERT_EQ(mine.size(), 3u);  // and the last agreement's cost, for the watch
   EXPECT_DOUBLE_EQ(mine[0], 3e-3 / bytes);
   EXPECT_DOUBLE_EQ(mine[1], 2e-3 / bytes);
-  trials.settle(bytes, {1e-9, 2e-9});  // agreed: the rule's pick is faster
+  EXPECT_ANY_THROW(trials.settle(bytes, {1e-9, 2e-9}));
+  trials.settle(bytes, {1e-9, 2e-9, 1e-6});  // agreed: the rule's pick is faster
   EXPECT_EQ(*trials.decided(bytes), 0);
 }
 
@@ -343,7 +344,7 @@ TEST(AllreduceTrials, APlacementNewToTheTrialsStartsThemAgain) {
 }
 
 // A window lasts until its agreement takes about kWatchShare of the calls'
-// time: from a guessed agreement cost first, then from the agreed one.
+// time, from the slowest rank's last agreement cost (a guess before any).
 TEST(AllreduceTrials, TheWindowKeepsTheAgreementsShareSmall) {
   const size_t bytes = 1 << 20;
   AllreduceTrials trials;
@@ -361,6 +362,15 @@ TEST(AllreduceTrials, TheWindowKeepsTheAgreementsShareSmall) {
   EXPECT_EQ(window_length(trials, bytes, 1e-6), 0);
   EXPECT_EQ(trials.trial_pick(bytes, {0, 1}), 0);
   EXPECT_ANY_THROW(trials.review(bytes, {1e-6 / bytes, 0}));  // three figures
+
+  // A settle carries the slowest rank's last agreement cost: 1 us here, so
+  // 1 us calls get windows of 50.
+  AllreduceTrials timed;
+  run_trials(timed, bytes, {0, 1}, {{0, 2e-6}, {1, 1e-6}});  // agrees on this rank's figures: 5 us, the guess
+  EXPECT_EQ(window_length(timed, bytes, 1e-6), static_cast<int>(std::ceil(guess)));
+  timed.note_agreement_seconds(1e-6);
+  run_trials(timed, 2 * bytes, {0, 1}, {{0, 2e-6}, {1, 1e-6}});
+  EXPECT_EQ(window_length(timed, 2 * bytes, 1e-6), 50);
 }
 
 // A drift that the new trials answer with the same choice was noise or a
@@ -382,6 +392,19 @@ TEST(AllreduceTrials, WatchedCyclesThatKeepTheChoiceWatchLessOften) {
   run_trials(trials, bytes, {0, 1}, {{0, 10e-3}, {1, 20e-3}});
   ASSERT_EQ(*trials.decided(bytes), 0);
   EXPECT_EQ(serve(trials, bytes, 30e-3, 1000).calls, shortest);
+}
+
+// Without the watch (one rank per node), a settled group is never re-timed
+// before its next cycle and its calls are not clocked.
+TEST(AllreduceTrials, WithoutTheWatchOnlyTheCyclesComeBack) {
+  const size_t bytes = 1 << 20;
+  AllreduceTrials trials(false);
+  run_trials(trials, bytes, {0, 1}, {{0, 2e-3}, {1, 1e-3}});
+  for (uint64_t call = 4; call < AllreduceTrials::kCallsPerCycle; ++call) {
+    ASSERT_FALSE(trials.clock_due(bytes)) << call;
+    ASSERT_EQ(trials.record(bytes, 1, 9e-3, call % 2 == 0, {}), Agreement::kNone) << call;
+  }
+  EXPECT_TRUE(trials.trial_due(bytes));
 }
 
 }  // namespace

@@ -138,7 +138,8 @@ std::vector<double> AllreduceTrials::figures(size_t bytes) const {
   if (group == nullptr || group->fastest.empty()) return {};
   const uint64_t position = position_of(*group);
   if (position == group->cycle.candidates.size()) return group->fastest;  // after round one
-  return {group->fastest[0], group->fastest[group->cycle.challenger]};
+  // After round two; the last agreement's cost rides along for the watch.
+  return {group->fastest[0], group->fastest[group->cycle.challenger], last_agreement_seconds_};
 }
 
 void AllreduceTrials::choose_challenger(size_t bytes, const std::vector<double>& slowest_rank_figures) {
@@ -155,9 +156,11 @@ void AllreduceTrials::choose_challenger(size_t bytes, const std::vector<double>&
 
 void AllreduceTrials::settle(size_t bytes, const std::vector<double>& slowest_rank_figures) {
   Group& group = at(bytes);
-  MATEX_REQUIRE(slowest_rank_figures.size() == 2 && group.cycle.challenger > 0, MATEX_ERR_INTERNAL,
-                "round two of the allreduce trials needs the rule's pick's and the challenger's figures");
-  group.cycle.final_round = slowest_rank_figures;
+  MATEX_REQUIRE(slowest_rank_figures.size() == 3 && group.cycle.challenger > 0, MATEX_ERR_INTERNAL,
+                "round two of the allreduce trials needs the rule's pick's and the challenger's figures and the "
+                "last agreement's cost");
+  group.cycle.final_round.assign(slowest_rank_figures.begin(), slowest_rank_figures.begin() + 2);
+  agreed_agreement_seconds_ = slowest_rank_figures[2];
   const double kept = slowest_rank_figures[0];
   const double challenger = slowest_rank_figures[1];
   const bool wins = kept > 0 && challenger > 0 && challenger < kept * (1 - kMargin);
@@ -165,9 +168,8 @@ void AllreduceTrials::settle(size_t bytes, const std::vector<double>& slowest_ra
   group.choice = group.cycle.candidates[wins ? group.cycle.challenger : 0];
   group.settled = group.cycle;
   group.fastest.assign(group.cycle.candidates.size(), -1);
-  // Watch the choice from now on. The first window is sized from agreed
-  // figures only (the same on every rank): this call's and a guessed
-  // agreement cost.
+  // Watch the choice from now on. The first window is sized from what every
+  // rank has alike: the settled figure and the last agreed agreement cost.
   Watch& watch = group.watch;
   const bool same_again = watch.restarted && previous == *group.choice;
   watch.stretch = same_again ? std::min<uint64_t>(2 * watch.stretch, 64) : 1;
@@ -175,7 +177,7 @@ void AllreduceTrials::settle(size_t bytes, const std::vector<double>& slowest_ra
   watch.first = true;
   watch.settled_per_byte = slowest_rank_figures[wins ? 1 : 0];
   const double call_seconds = watch.settled_per_byte * static_cast<double>(group_start(group_of(bytes)));
-  open_window(watch, window_for(call_seconds, kFirstAgreementSeconds, watch.stretch));
+  if (watching_) open_window(watch, window_for(call_seconds, agreed_agreement_seconds_, watch.stretch));
 }
 
 uint64_t AllreduceTrials::window_for(double call_seconds, double agreement_seconds, uint64_t stretch) {
@@ -210,6 +212,7 @@ std::optional<AllreduceTrials::Restart> AllreduceTrials::review(size_t bytes,
   // counts only calls slower than the trials', then sets the figure.
   restart.drift = restart.ratio > kDrift || (!watch.first && restart.ratio < 1 / kDrift);
   restart.placement = slowest_rank_figures[1] > 0;
+  agreed_agreement_seconds_ = slowest_rank_figures[2];
   if (restart.drift || restart.placement) {
     // Every rank reviewed the same figures, so every rank starts the new cycle at the same call.
     group.cycle_start = group.calls;

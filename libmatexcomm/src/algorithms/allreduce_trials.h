@@ -17,24 +17,26 @@
 //   on. Round two runs the rule's pick and that challenger once more; the
 //   caller agrees again, and settle() keeps the rule's pick unless the
 //   challenger's fastest call was kMargin faster: the group's choice, the same
-//   on every rank. The trials repeat every kCallsPerCycle calls of a group, since the placement
-//   can change while a job runs.
-// The watch: the placement can also change within seconds (the VM above
-//   switched in the middle of a benchmark run, and a settled rs_ar_ag then
-//   ran 1.6-2x slower than rs_ar_ag_cma until the end), and in and out of
-//   place often prefer different algorithms. So after a group settles, each
-//   rank times the last kTimedWatchCalls calls of each window of calls of the
-//   choice, and after the window the ranks agree (max over ranks) on its
-//   fastest call, on whether a rank's calls moved to a placement its trial
-//   calls never had, and on what the previous agreement cost. The trials
-//   start again at once when the placement moved, or when the fastest call
-//   is kDrift off the choice's figure, either way. That figure is the
-//   trials' at first: the first window after a settle starts them again only
-//   if it is kDrift slower (a group's first calls run colder than those
-//   after it) and then gives the figure. A window lasts long enough that its
-//   agreement takes about kWatchShare of the group's time (kMinWatchCalls at
-//   least), and twice as long, up to 64 times, each time a watched cycle
-//   settled on the choice it already had.
+//   on every rank. The trials repeat every kCallsPerCycle calls of a group,
+//   since the placement can change while a job runs.
+// The watch, where the caller asks for it: the placement can also change
+//   within seconds (the VM above switched in the middle of a benchmark run,
+//   and a settled rs_ar_ag then ran 1.6-2x slower than rs_ar_ag_cma until the
+//   end), and in and out of place often prefer different algorithms. So after
+//   a group settles, each rank times the last kTimedWatchCalls calls of each
+//   window of calls of the choice, and after the window the ranks agree (max
+//   over ranks) on its fastest call, on whether a rank's calls moved to a
+//   placement its trial calls never had, and on what the previous agreement
+//   cost. The trials start again at once when the placement moved, or when
+//   the fastest call is kDrift off the choice's figure, either way. That
+//   figure is the trials' at first: the first window after a settle starts
+//   them again only if it is kDrift slower (a group's first calls run colder
+//   than those after it) and then gives the figure. A window lasts long
+//   enough that its agreement takes about kWatchShare of the group's time
+//   (kMinWatchCalls at least; the agreement's cost is the slowest rank's,
+//   carried by the last settle or review of any group), and twice as long,
+//   up to 64 times, each time a watched cycle settled on the choice it
+//   already had.
 // Cost: per group and cycle, candidates + 2 calls (4 to 6; with up to three
 //   candidates they fit in matex-bench's 5 warm-up calls) and two
 //   MPI_Allreduce of a few doubles; then one MPI_Allreduce of three doubles
@@ -66,9 +68,11 @@ class AllreduceTrials {
   static constexpr uint64_t kMinWatchCalls = 2;
   static constexpr uint64_t kTimedWatchCalls = 4;  // the last calls of a window, the ones it times
   static constexpr double kWatchShare = 0.02;
-  // What a window's agreement is taken to cost before one was timed.
+  // What a window's agreement is taken to cost before one was agreed on.
   static constexpr double kFirstAgreementSeconds = 5e-6;
   enum class Agreement { kNone, kChallenger, kSettle, kWatch };
+  // `watch`: whether settled groups are watched (the caller decides it alike on every rank).
+  explicit AllreduceTrials(bool watch = true) : watching_(watch) {}
   // Why a watch started the trials again.
   struct Restart {
     bool drift = false;
@@ -98,7 +102,7 @@ class AllreduceTrials {
   // settle(); kWatch, agree on watch_figures() and pass them to review().
   Agreement record(size_t bytes, int algorithm, double seconds, bool in_place, const std::vector<int>& candidates);
   // This rank's fastest seconds per byte: every candidate's after round one,
-  // [rule's pick, challenger] after round two.
+  // [rule's pick, challenger, note_agreement_seconds' figure] after round two.
   std::vector<double> figures(size_t bytes) const;
   void choose_challenger(size_t bytes, const std::vector<double>& slowest_rank_figures);
   void settle(size_t bytes, const std::vector<double>& slowest_rank_figures);
@@ -161,7 +165,11 @@ class AllreduceTrials {
   // By group: 4 per power of two (floor(log2(bytes)) and the next two bits),
   // grown to the largest group seen (at most 4 * 64 entries).
   std::vector<Group> groups_;
-  double last_agreement_seconds_ = kFirstAgreementSeconds;
+  bool watching_;
+  double last_agreement_seconds_ = kFirstAgreementSeconds;  // this rank's
+  // The slowest rank's, from the last settle or window reviewed (any
+  // group's): the same on every rank, so it can size a group's first window.
+  double agreed_agreement_seconds_ = kFirstAgreementSeconds;
 };
 
 }  // namespace matexcomm

@@ -75,13 +75,22 @@ Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited) {
   calibrate_selection();
   if (config_.get_bool("MATEX_ALLREDUCE_TRIALS") && config_.get_string("MATEX_CALIBRATE") != "off" &&
       auto_has_allreduce_choice(context_)) {
-    trials_ = std::make_unique<AllreduceTrials>();
+    trials_ = std::make_unique<AllreduceTrials>(watches_trials());
     thresholds_.trials = trials_.get();
     trials_comm_ = UniqueComm::duplicate(world_.get());
   }
 }
 
 Communicator::~Communicator() = default;
+
+bool Communicator::watches_trials() const {
+  // The watch guards choices whose speed turns on where a node's ranks sit:
+  // only where some node has several, each with a core of its own. Ranks
+  // that share cores have no stable placement to guard, and their agreements
+  // cost the most: on 4 ranks on 2 cores it lost 5-12 rows of 160 in races
+  // (docs/algorithms.md, "The watch").
+  return layout_.node_count < layout_.world_size && !cores_shared_anywhere_;
+}
 
 bool Communicator::node_has_dedicated_cores() const {
   const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
@@ -312,7 +321,8 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
     AllreduceArgs args{send, recv, count, dtype, op, chosen, sequence_, streaming};
     algorithm.run(context_, args);
   }, compared_inside_node, carried);
-  if (takes_part) record_trial(bytes, chosen, clocked ? MPI_Wtime() - started : 0, send == recv, candidates);  // counts every call
+  // Every call that takes part is counted, timed or not.
+  if (takes_part) record_trial(bytes, chosen, clocked ? MPI_Wtime() - started : 0, send == recv, candidates);
 }
 
 bool Communicator::fuses_without_copies() const {

@@ -166,6 +166,8 @@ class Communicator {
   double time_family(const AllreduceTable& only, size_t bytes, float* send, float* recv);
   // What a table depends on: ranks per node, shared memory, single copies, sizes.
   std::string layout_shape() const;
+  // Whether the allreduce trials watch their settled choices (the same on every rank).
+  bool watches_trials() const;
   // Whether auto's call of `bytes` takes part in the allreduce trials
   // (algorithms/allreduce_trials.h): decided from state that is the same on every rank.
   bool takes_trial(size_t bytes, const AllreduceHints& hints) const;

@@ -43,6 +43,7 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/mpi_handles.h"
+#include "core/table_text.h"
 
 namespace matexcomm {
 
@@ -258,8 +259,12 @@ std::string Communicator::describe_selection() const {
     text += "  then trials on the caller's calls, per size group (four per power of two): each contender once, "
             "then the pick above and the fastest other once more; the other serves the group if its fastest call "
             "on the slowest rank was " + std::to_string(static_cast<int>(AllreduceTrials::kMargin * 100)) +
-            " % faster; timed again every " + std::to_string(AllreduceTrials::kCallsPerCycle) +
-            " calls (MATEX_ALLREDUCE_TRIALS)";
+            " % faster; timed again every " + std::to_string(AllreduceTrials::kCallsPerCycle) + " calls" +
+            (watches_trials()
+                 ? ", and at once when a window of the choice's calls ran " + factor(AllreduceTrials::kDrift) +
+                       "x off its figure or moved to a placement the trials did not time"
+                 : std::string()) +
+            " (MATEX_ALLREDUCE_TRIALS)";
     const std::string settled =
         trials_->explain([](int index) { return allreduce_registry()[index].name; });
     text += settled.empty() ? "; none settled yet\n" : "; settled so far (the slowest rank's fastest call):\n" + settled;

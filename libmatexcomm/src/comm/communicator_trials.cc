@@ -1,6 +1,7 @@
 // communicator_trials.cc - the communicator's side of auto's allreduce
 // trials (algorithms/allreduce_trials.h): which calls take part, the
-// contenders at a size, and the agreements after each round.
+// contenders at a size, and the agreements after each round and each of the
+// watch's windows.
 //
 // The contenders at a size, the rule's or table's pick first:
 //   flat (MPI's allreduce)   on several nodes. On one node it is left out:

@@ -1,7 +1,7 @@
 // table_text.h - how the selection tables' explanations (matex-bench
 // --explain) write sizes and times: a byte count with a binary unit
-// ("1 KiB", "1.5 MiB"), and seconds as microseconds ("12.5 us", "-" for a
-// time not measured), and the sizes a band covers.
+// ("1 KiB", "1.5 MiB"), seconds as microseconds ("12.5 us", "-" for a
+// time not measured), factors ("1.5"), and the sizes a band covers.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +31,13 @@ inline std::string band_range(size_t index, size_t count, double above_bytes, do
   if (index == 0) return up_to;
   const std::string above = "above " + with_unit(above_bytes);
   return index + 1 == count ? above : above + ", " + up_to;
+}
+
+// A ratio or factor as the shortest of "%g": 1.5 -> "1.5", 2 -> "2".
+inline std::string factor(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
 }
 
 inline std::string microseconds(double seconds) {
