@@ -34,6 +34,27 @@ bool same_on_every_rank(const std::string& text) {
   return low == high;
 }
 
+// A float sum allreduce of `count` elements, element i of rank r being
+// value(i, r) (small integers: the sums are exact), in place or not; returns
+// the wrong elements of the result, all of them if the call failed.
+template <class Value>
+long long checked_allreduce(matex_comm_t comm, size_t count, bool in_place, Value value) {
+  std::vector<float> send(count), recv(count, -1.0f);
+  for (size_t i = 0; i < count; ++i) send[i] = static_cast<float>(value(i, world_rank()));
+  if (in_place) recv = send;
+  const matex_status_t status =
+      matex_allreduce(comm, in_place ? MATEX_IN_PLACE : send.data(), recv.data(), count, MATEX_FLOAT32, MATEX_SUM);
+  EXPECT_EQ(status, MATEX_SUCCESS) << "count " << count << ": " << matex_last_error();
+  if (status != MATEX_SUCCESS) return static_cast<long long>(count) + 1;
+  long long errors = 0;
+  for (size_t i = 0; i < count; ++i) {
+    float expected = 0;
+    for (int r = 0; r < world_size(); ++r) expected += static_cast<float>(value(i, r));
+    errors += recv[i] != expected;
+  }
+  return errors;
+}
+
 // auto's allreduce at sizes from 0 to 4 GiB, as "bytes=name;" pairs.
 std::string auto_choices(matex_comm_t comm) {
   std::string choices;
@@ -185,19 +206,8 @@ TEST(Selection, TrialsSettleAlikeOnEveryRank) {
     std::vector<std::string> ran;
     long long errors = 0;
     for (int call = 0; call < calls; ++call) {
-      std::vector<float> send(count), recv(count, -1.0f);
-      for (size_t i = 0; i < count; ++i) send[i] = static_cast<float>((i + world_rank() + call) % 8);
       const bool in_place = call % 2 == 1 && world_rank() % 2 == 0;
-      if (in_place) recv = send;
-      ASSERT_EQ(matex_allreduce(comm, in_place ? MATEX_IN_PLACE : send.data(), recv.data(), count, MATEX_FLOAT32,
-                                MATEX_SUM),
-                MATEX_SUCCESS)
-          << "count " << count << ", call " << call << ": " << matex_last_error();
-      for (size_t i = 0; i < count; ++i) {
-        float expected = 0;
-        for (int r = 0; r < world_size(); ++r) expected += static_cast<float>((i + r + call) % 8);
-        errors += recv[i] != expected;
-      }
+      errors += checked_allreduce(comm, count, in_place, [call](size_t i, int r) { return (i + r + call) % 8; });
       const char* name = "";
       matex_last_algorithm(comm, MATEX_COLL_ALLREDUCE, &name);
       ran.push_back(name);
@@ -258,23 +268,12 @@ TEST(Selection, TheWatchStartsTheTrialsAgainAlikeOnEveryRank) {
   const int phase_calls = 24;
   // 1 MiB and 12 B, 64 KiB and 4 B, 4 KiB and 28 B.
   for (size_t count : {size_t{262147}, size_t{16385}, size_t{1031}}) {
-    std::vector<float> send(count), recv(count);
     std::string sequence;
     long long errors = 0;
     for (int call = 0; call < 3 * phase_calls; ++call) {
       const int phase = call / phase_calls;
       const bool in_place = phase == 1 || (phase == 2 && (world_rank() + call) % 2 == 0);
-      for (size_t i = 0; i < count; ++i) send[i] = static_cast<float>((i * 3 + world_rank() + call) % 16);
-      if (in_place) recv = send;
-      ASSERT_EQ(matex_allreduce(comm, in_place ? MATEX_IN_PLACE : send.data(), recv.data(), count, MATEX_FLOAT32,
-                                MATEX_SUM),
-                MATEX_SUCCESS)
-          << "count " << count << ", call " << call << ": " << matex_last_error();
-      for (size_t i = 0; i < count; ++i) {
-        float expected = 0;
-        for (int r = 0; r < world_size(); ++r) expected += static_cast<float>((i * 3 + r + call) % 16);
-        errors += recv[i] != expected;
-      }
+      errors += checked_allreduce(comm, count, in_place, [call](size_t i, int r) { return (i * 3 + r + call) % 16; });
       const char* name = "";
       matex_last_algorithm(comm, MATEX_COLL_ALLREDUCE, &name);
       sequence += std::string(name) + ";";
