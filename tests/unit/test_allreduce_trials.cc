@@ -296,7 +296,7 @@ TEST(AllreduceTrials, AWindowTimesOnlyItsLastCalls) {
   std::vector<bool> clocked;
   for (Agreement due = Agreement::kNone; due != Agreement::kWatch && clocked.size() < 1000;) {
     clocked.push_back(trials.clock_due(bytes));
-    due = trials.record(bytes, 1, clocked.back() ? 1e-6 : 1.0, false, {});
+    due = trials.record(bytes, 1, clocked.back() ? 1e-6 : 0.0, false, {});  // 0: were it read, the fastest
   }
   ASSERT_GE(clocked.size(), 250u);
   ASSERT_LE(clocked.size(), 251u);
@@ -357,11 +357,13 @@ TEST(AllreduceTrials, TheWindowKeepsTheAgreementsShareSmall) {
   // Agreements of 1 us: 50 calls.
   EXPECT_FALSE(trials.review(bytes, {1e-6 / bytes, 0, 1e-6}).has_value());
   EXPECT_EQ(window_length(trials, bytes, 1e-6), 50);
-  // However slow the agreements, the cycle's next trials still come.
+  EXPECT_ANY_THROW(trials.review(bytes, {1e-6 / bytes, 0}));  // a finished window needs three figures
+  // However slow the agreements, the cycle's next trials still come: a
+  // window that would outlast the cycle is not opened, and no call is clocked.
   EXPECT_FALSE(trials.review(bytes, {1e-6 / bytes, 0, 1.0}).has_value());
+  EXPECT_FALSE(trials.clock_due(bytes));
   EXPECT_EQ(window_length(trials, bytes, 1e-6), 0);
   EXPECT_EQ(trials.trial_pick(bytes, {0, 1}), 0);
-  EXPECT_ANY_THROW(trials.review(bytes, {1e-6 / bytes, 0}));  // three figures
 
   // A settle carries the slowest rank's last agreement cost: 1 us here, so
   // 1 us calls get windows of 50.

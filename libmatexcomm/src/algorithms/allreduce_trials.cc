@@ -118,8 +118,11 @@ AllreduceTrials::Agreement AllreduceTrials::record(size_t bytes, int algorithm, 
 AllreduceTrials::Agreement AllreduceTrials::watch_call(Group& group, double per_byte, unsigned placement) {
   Watch& watch = group.watch;
   if (watch.window == 0) return Agreement::kNone;
-  if (in_timed_tail(watch) && (watch.fastest < 0 || per_byte < watch.fastest)) watch.fastest = per_byte;
-  watch.moved = (group.placements & placement) == 0;
+  if (in_timed_tail(watch)) {
+    if (watch.fastest < 0 || per_byte < watch.fastest) watch.fastest = per_byte;
+    // Moved: every call of the tail had a placement new to the cycle, not one stray call.
+    watch.moved = watch.moved && (group.placements & placement) == 0;
+  }
   return ++watch.watched == watch.window ? Agreement::kWatch : Agreement::kNone;
 }
 
@@ -177,7 +180,7 @@ void AllreduceTrials::settle(size_t bytes, const std::vector<double>& slowest_ra
   watch.first = true;
   watch.settled_per_byte = slowest_rank_figures[wins ? 1 : 0];
   const double call_seconds = watch.settled_per_byte * static_cast<double>(group_start(group_of(bytes)));
-  if (watching_) open_window(watch, window_for(call_seconds, agreed_agreement_seconds_, watch.stretch));
+  if (watching_) open_window(group, window_for(call_seconds, agreed_agreement_seconds_, watch.stretch));
 }
 
 uint64_t AllreduceTrials::window_for(double call_seconds, double agreement_seconds, uint64_t stretch) {
@@ -187,11 +190,14 @@ uint64_t AllreduceTrials::window_for(double call_seconds, double agreement_secon
   return static_cast<uint64_t>(std::min(calls, static_cast<double>(kCallsPerCycle)));
 }
 
-void AllreduceTrials::open_window(Watch& watch, uint64_t calls) {
-  watch.window = calls;
+void AllreduceTrials::open_window(Group& group, uint64_t calls) {
+  // A window that would outlast the cycle is not opened: the cycle's next
+  // trials come first (and its calls go unclocked).
+  Watch& watch = group.watch;
+  watch.window = calls <= kCallsPerCycle - position_of(group) ? calls : 0;
   watch.watched = 0;
   watch.fastest = -1;
-  watch.moved = false;
+  watch.moved = true;
 }
 
 std::vector<double> AllreduceTrials::watch_figures(size_t bytes) const {
@@ -225,7 +231,7 @@ std::optional<AllreduceTrials::Restart> AllreduceTrials::review(size_t bytes,
   if (watch.first && slowest_rank_figures[0] > 0) watch.settled_per_byte = slowest_rank_figures[0];
   watch.first = false;
   const double call_seconds = slowest_rank_figures[0] * static_cast<double>(group_start(group_of(bytes)));
-  open_window(watch, window_for(call_seconds, slowest_rank_figures[2], watch.stretch));
+  open_window(group, window_for(call_seconds, slowest_rank_figures[2], watch.stretch));
   return std::nullopt;
 }
 

@@ -25,18 +25,20 @@
 //   end), and in and out of place often prefer different algorithms. So after
 //   a group settles, each rank times the last kTimedWatchCalls calls of each
 //   window of calls of the choice, and after the window the ranks agree (max
-//   over ranks) on its fastest call, on whether a rank's calls moved to a
-//   placement its trial calls never had, and on what the previous agreement
-//   cost. The trials start again at once when the placement moved, or when
-//   the fastest call is kDrift off the choice's figure, either way. That
-//   figure is the trials' at first: the first window after a settle starts
-//   them again only if it is kDrift slower (a group's first calls run colder
-//   than those after it) and then gives the figure. A window lasts long
-//   enough that its agreement takes about kWatchShare of the group's time
-//   (kMinWatchCalls at least; the agreement's cost is the slowest rank's,
-//   carried by the last settle or review of any group), and twice as long,
-//   up to 64 times, each time a watched cycle settled on the choice it
-//   already had.
+//   over ranks) on its fastest timed call, on whether a rank's timed calls
+//   all had a placement its trial calls never had (they moved), and on what
+//   the previous agreement cost. The trials start again at once when the
+//   placement moved, or when the fastest call is kDrift off the choice's
+//   figure, either way. That figure is the trials' at first: the first window
+//   after a settle starts them again only if it is kDrift slower (a group's
+//   first calls run colder than those after it) and then gives the figure. A
+//   window lasts long enough that its agreement takes about kWatchShare of
+//   the group's time (kMinWatchCalls at least; the agreement's cost is the
+//   slowest rank's, carried by the last settle or review of any group), and
+//   twice as long, up to 64 times, each time a watched cycle settled on the
+//   choice it already had (a periodic cycle starts again from 1). A window
+//   that would outlast the cycle is not opened: with agreements of 5 us,
+//   groups of calls under about 0.5 us are left to the periodic cycles.
 // Cost: per group and cycle, candidates + 2 calls (4 to 6; with up to three
 //   candidates they fit in matex-bench's 5 warm-up calls) and two
 //   MPI_Allreduce of a few doubles; then one MPI_Allreduce of three doubles
@@ -134,7 +136,7 @@ class AllreduceTrials {
     uint64_t window = 0;          // calls per window (0: not watching)
     uint64_t watched = 0;         // calls of the current window so far
     double fastest = -1;          // this rank's, per byte, this window
-    bool moved = false;           // this rank's last call had a placement new to the cycle
+    bool moved = false;           // every timed call so far had a placement new to the cycle
     bool first = false;           // the first window after a settle
     uint64_t stretch = 1;         // doubles while watched cycles keep the choice
     bool restarted = false;       // this cycle was started by the watch
@@ -155,7 +157,7 @@ class AllreduceTrials {
   static uint64_t position_of(const Group& group);  // of the group's next call in its cycle
   // Counts a call of the settled choice in the window, if one is open.
   static Agreement watch_call(Group& group, double per_byte, unsigned placement);
-  static void open_window(Watch& watch, uint64_t calls);
+  static void open_window(Group& group, uint64_t calls);
   static bool in_timed_tail(const Watch& watch);  // the window's next call is timed
   // Calls per window for calls of `call_seconds` whose agreement takes `agreement_seconds`.
   static uint64_t window_for(double call_seconds, double agreement_seconds, uint64_t stretch);

@@ -174,9 +174,10 @@ class Communicator {
   // The trials' contenders at `bytes`: the rule's or table's pick (out of
   // place) first, then those that can win here (comm/communicator_trials.cc).
   std::vector<int> trial_candidates(size_t bytes) const;
-  // Records a call that takes part and returned; after a round of trials,
-  // agrees with every rank on the figures (collective then). A failure there
-  // fails the communicator, whose ranks could no longer choose alike.
+  // Records a call that takes part and returned; after a round of trials or
+  // a window of the watch, agrees with every rank on the figures (collective
+  // then). A failure there fails the communicator, whose ranks could no
+  // longer choose alike.
   void record_trial(size_t bytes, int ran, double seconds, bool in_place, const std::vector<int>& candidates);
   // The slowest rank's figures: an MPI_Iallreduce (max) on trials_comm_.
   std::vector<double> agree_on_trials(const std::vector<double>& mine);
