@@ -110,9 +110,7 @@ std::string BroadcastTable::explain() const {
                   microseconds(t.flat_seconds).c_str(), microseconds(t.hier_seconds).c_str());
     text += row;
   }
-  char margin[16];
-  std::snprintf(margin, sizeof margin, "%g", kMargin * 100);
-  text += std::string("  choice (hier must be ") + margin +
+  text += "  choice (hier must be " + factor(kMargin * 100) +
           " % faster than flat; where the choice changes, the band ends halfway between the two sizes):\n";
   for (size_t i = 0; i < bands.size(); ++i) {
     const std::string range =

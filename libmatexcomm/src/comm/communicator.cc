@@ -87,8 +87,8 @@ bool Communicator::watches_trials() const {
   // The watch guards choices whose speed turns on where a node's ranks sit:
   // only where some node has several, each with a core of its own. Ranks
   // that share cores have no stable placement to guard, and their agreements
-  // cost the most: on 4 ranks on 2 cores it lost 5-12 rows of 160 in races
-  // (docs/algorithms.md, "The watch").
+  // cost the most: on 4 ranks on 2 cores it lost 9-10 rows of 160 per race on
+  // 1,1,1,1 and up to 14 on 2,2 and 3,1 together (docs/algorithms.md, "The watch").
   return layout_.node_count < layout_.world_size && !cores_shared_anywhere_;
 }
 
