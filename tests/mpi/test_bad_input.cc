@@ -8,6 +8,10 @@
 // check and no rank is left waiting in a collective.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -188,6 +192,86 @@ TEST(BadInput, MismatchedArgumentsInsideANode) {
   EXPECT_STREQ(ran, "rs_ar_ag");
   EXPECT_EQ(matex_set_algorithm(comm, MATEX_COLL_ALLREDUCE, "auto"), MATEX_SUCCESS);
   agree_no_errors(errors, "mismatched arguments");
+}
+
+// A tuning file that matches `comm` and in which MPI's allreduce is the
+// fastest at 256 B and rs_ar_ag at 4 KiB and 64 KiB. Rank 0 writes it.
+std::string write_flat_band_tuning_file(matex_comm_t comm) {
+  const char* library = "";
+  const char* host_kind = "";
+  const char* layout = "";
+  EXPECT_EQ(matex_tuning_identity(comm, &library, &host_kind, &layout), MATEX_SUCCESS) << matex_last_error();
+  int pid = static_cast<int>(getpid());
+  MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  const std::string path = "/tmp/matex_flat_band_" + std::to_string(pid) + ".json";
+  if (world_rank() == 0) {
+    const std::string ranks = std::to_string(world_size());
+    std::ofstream out(path);
+    out << "{\"format\": \"matex-tuning\", \"version\": 1, \"library\": \"" << library << "\", \"host_kind\": \""
+        << host_kind << "\", \"layout\": \"" << layout << "\", \"created\": \"test\", \"ranks\": " << ranks
+        << ", \"node_sizes\": [" << ranks << "], \"cores_shared\": false, \"rounds\": 1, \"collectives\": "
+        << "{\"allreduce\": {"
+        << "\"flat\": {\"alpha_s\": 1e-7, \"beta_s_per_byte\": 1e-6, \"measured\": [[256, 1e-7], [4096, 1e-3], "
+        << "[65536, 1e-2]]}, "
+        << "\"rs_ar_ag\": {\"alpha_s\": 1e-6, \"beta_s_per_byte\": 1e-10, \"measured\": [[256, 1e-5], "
+        << "[4096, 1e-6], [65536, 1e-5]]}}}}\n";
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  return path;
+}
+
+// On one node, a rank whose count falls in a band where auto's table runs flat
+// while its neighbours' counts fall in a shared-memory band: flat used to wait
+// inside MPI's call check while the others waited in shared memory, a hang
+// (the neighbours timed out after MATEX_TIMEOUT_SECONDS, the flat rank never
+// returned). Flat now meets them in shared memory, so every rank gets
+// MATEX_ERR_MISMATCH and the communicator recovers.
+TEST(BadInput, CountsInFlatAndSharedMemoryBandsOnOneNode) {
+  int nodes = 1, local_rank = 0;
+  matex_comm_node_count(test_comm(), &nodes);
+  matex_comm_local_rank(test_comm(), &local_rank);
+  if (nodes != 1 || world_size() < 2) GTEST_SKIP() << "needs one node of several ranks";  // same on every rank
+  const std::string path = write_flat_band_tuning_file(test_comm());
+  ScopedEnv calibrate("MATEX_CALIBRATE", "file");
+  ScopedEnv file("MATEX_TUNING_FILE", path.c_str());
+  ScopedEnv no_trials("MATEX_ALLREDUCE_TRIALS", "0");
+  matex_comm_t comm = nullptr;
+  ASSERT_EQ(matex_init_mpi(MPI_COMM_WORLD, &comm), MATEX_SUCCESS) << matex_last_error();
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) std::remove(path.c_str());
+  const char* small = "";
+  const char* middle = "";
+  matex_auto_algorithm(comm, MATEX_COLL_ALLREDUCE, 256, &small);
+  matex_auto_algorithm(comm, MATEX_COLL_ALLREDUCE, 4096, &middle);
+  if (std::string(middle) != "rs_ar_ag") {  // the same on every rank
+    matex_finalize(&comm);
+    GTEST_SKIP() << "no shared memory here: auto runs " << middle << " at 4 KiB";
+  }
+  EXPECT_STREQ(small, "flat") << "the file should make auto run flat at 256 B";
+
+  long long errors = 0;
+  std::vector<float> buf(1024, 1.0f);
+  const bool flat = local_rank % 2 == 0;
+  errors += expect_error(matex_allreduce(comm, buf.data(), buf.data(), flat ? 64 : 1024, MATEX_FLOAT32, MATEX_SUM),
+                         MATEX_ERR_MISMATCH, "local rank", "256 B (flat) against 4 KiB (rs_ar_ag)");
+  errors += check_comm_still_works(comm);
+  // Both in the flat band: flat's own round in shared memory tells them apart.
+  errors += expect_error(matex_allreduce(comm, buf.data(), buf.data(), flat ? 64 : 60, MATEX_FLOAT32, MATEX_SUM),
+                         MATEX_ERR_MISMATCH, "local rank", "256 B against 240 B, both flat");
+  errors += check_comm_still_works(comm);
+  // And flat still sums: every rank at 256 B.
+  std::vector<float> in(64), out(64, -1.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 5 + world_rank());
+  EXPECT_EQ(matex_allreduce(comm, in.data(), out.data(), in.size(), MATEX_FLOAT32, MATEX_SUM), MATEX_SUCCESS);
+  const char* ran = "";
+  matex_last_algorithm(comm, MATEX_COLL_ALLREDUCE, &ran);
+  EXPECT_STREQ(ran, "flat");
+  for (size_t i = 0; i < in.size(); ++i) {
+    const int p = world_size();
+    errors += out[i] != static_cast<float>(static_cast<int>(i % 5) * p + p * (p - 1) / 2);
+  }
+  agree_no_errors(errors, "counts in the flat and the shared-memory bands");
+  EXPECT_EQ(matex_finalize(&comm), MATEX_SUCCESS);
 }
 
 // Nodes that disagree while the ranks of each node agree among themselves:

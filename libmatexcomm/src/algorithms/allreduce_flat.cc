@@ -9,12 +9,22 @@
 //        shared memory is unavailable. Where the call check runs, calls of at
 //        most kCarriedMaxBytes do not come here: their data rides in the
 //        check's exchange (comm/call_agreement.h, Communicator::allreduce).
+// On one node with a shared-memory channel there is no call check: first a
+//        data-less round compares the call with the node's other ranks, as
+//        the hierarchical algorithms do in theirs. A rank that chose another
+//        algorithm (another size band of auto's table, or another forced
+//        name) then gets MATEX_ERR_MISMATCH, where it would otherwise wait in
+//        shared memory while this one waited inside MPI.
 #include "algorithms/algorithms.h"
 #include "core/reduce_kernels.h"
 
 namespace matexcomm {
 
 void allreduce_flat(const CollectiveContext& ctx, const AllreduceArgs& args) {
+  if (ctx.shm != nullptr && ctx.layout->node_count == 1) {
+    ctx.shm->exchange_descriptor(
+        CallDescriptor{args.sequence, args.count, args.dtype, args.op, args.algorithm_id, MATEX_COLL_ALLREDUCE});
+  }
   const bool in_place = args.send == args.recv;
   ctx.reductions->allreduce(ctx.world, in_place ? nullptr : args.send, args.recv, args.count, args.dtype, args.op);
   if (args.op == MATEX_AVG) divide_elements(args.dtype, args.recv, args.count, ctx.layout->world_size);

@@ -297,10 +297,12 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   const bool cold = hints.cold_output && send != recv;
   const AllreduceAlgorithm& algorithm = allreduce_registry()[chosen];
   last_[MATEX_COLL_ALLREDUCE] = algorithm.name;
-  const bool compared_inside_node = shm_ != nullptr && algorithm.hierarchical;
+  // On one node flat compares the call in shared memory too (allreduce_flat.cc),
+  // so that every rank meets its peers there, whatever algorithm it chose.
+  const bool compared_inside_node = shm_ != nullptr && (algorithm.hierarchical || layout_.node_count == 1);
   const CallSignature call = reduction_call(CallKind::kAllreduce, count, dtype, op);
   // Before the algorithm (which reserves too), so that a trial's clock does not time it.
-  if (compared_inside_node && !algorithm.single_copy) reserve_node_buffers(bytes);
+  if (shm_ != nullptr && algorithm.hierarchical && !algorithm.single_copy) reserve_node_buffers(bytes);
   const bool clocked = takes_part && trials_->clock_due(bytes);  // trials, and the watch's timed calls
   const double started = clocked ? MPI_Wtime() : 0;
   // A small flat allreduce that gets the call check rides along with it: one
