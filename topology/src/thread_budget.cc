@@ -215,8 +215,6 @@ std::vector<ThreadBudget> split_host_affinities(const std::vector<std::vector<in
   return budgets;
 }
 
-namespace {
-
 std::vector<int> affinity_of_this_thread() {
   long configured = sysconf(_SC_NPROCESSORS_CONF);
   const int capacity = static_cast<int>(std::max<long>(configured, 1024));
@@ -232,6 +230,8 @@ std::vector<int> affinity_of_this_thread() {
   }
   return pus;
 }
+
+namespace {
 
 // Collective: raises on every rank when `failure` is not empty on some rank,
 // so that no rank goes on to an exchange the failed one will not join.

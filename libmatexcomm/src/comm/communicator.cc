@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/reduce_kernels.h"
+#include "matex/topology/host_cpus.h"
 #include "transport/cma_copy.h"
 
 namespace matexcomm {
@@ -58,6 +59,8 @@ Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited) {
   check_calls_ = check_calls == "on" ? CallCheck::kOn : check_calls == "off" ? CallCheck::kOff : CallCheck::kAuto;
   stall_warning_seconds_ = config_.get_seconds("MATEX_STALL_WARNING_SECONDS");
   // Waits pace by the host, not the node: virtual nodes of one host share its cores.
+  // The PUs are those its ranks may run on, which launchers and cgroups narrow.
+  host_pus_ = topo::usable_pus_on_host(world_.get(), layout_);
   check_pace_ = host_has_dedicated_cores() ? BackoffPace::for_dedicated_cores() : BackoffPace::for_shared_cores();
 
   context_.layout = &layout_;
@@ -93,19 +96,17 @@ bool Communicator::watches_trials() const {
 }
 
 bool Communicator::node_has_dedicated_cores() const {
-  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-  return cores > 0 && layout_.local_size <= cores;
+  return host_pus_ > 0 && layout_.local_size <= host_pus_;
 }
 
 bool Communicator::host_has_dedicated_cores() const {
-  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   long on_host = layout_.local_size;
   if (layout_.node_hosts.size() == static_cast<size_t>(layout_.node_count)) {
     const std::string& host = layout_.node_hosts[layout_.node_index];
     on_host = 0;
     for (int r = 0; r < layout_.world_size; ++r) on_host += layout_.node_hosts[layout_.node_of_rank[r]] == host;
   }
-  return cores > 0 && on_host <= cores;
+  return host_pus_ > 0 && on_host <= host_pus_;
 }
 
 size_t Communicator::choose_chunk_bytes() {

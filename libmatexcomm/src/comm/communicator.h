@@ -138,11 +138,13 @@ class Communicator {
   // it. A failure fails the communicator, and on several nodes ends the job
   // (ranks of other nodes would wait inside MPI forever), as a timeout does.
   void reserve_node_buffers(size_t bytes);
-  // True when my node's ranks do not outnumber the host's cores: the pacing
-  // of waits and the chunk size follow it (virtual nodes count as machines).
+  // True when my node's ranks do not outnumber the PUs its host's ranks may
+  // run on (their affinities, not the PUs online): the pacing of waits and
+  // the chunk size follow it (virtual nodes count as machines).
   bool node_has_dedicated_cores() const;
   // True when the ranks on my host (all its virtual nodes) do not outnumber
-  // its cores: auto's measured tables record it (tuning files, --explain).
+  // the PUs they may run on: auto's measured tables record it (tuning files,
+  // --explain), and waits pace by it.
   bool host_has_dedicated_cores() const;
   // The shm pipeline step: MATEX_SHM_CHUNK_BYTES, or the _OVERSUBSCRIBED one
   // when any node has more ranks than cores (collective, same on every rank);
@@ -214,6 +216,7 @@ class Communicator {
   std::unique_ptr<AllreduceTrials> trials_;
   UniqueComm trials_comm_;  // the trials' agreements, alone on it (null without trials)
   std::vector<double> trial_figures_;  // an agreement's buffers: they outlive a request an error left pending
+  int host_pus_ = 0;                    // PUs my host's ranks may run on (topo::usable_pus_on_host)
   bool cores_shared_anywhere_ = false;  // some host has more ranks than cores (the same on every rank)
   size_t streaming_min_bytes_ = 0;
   std::string choice_[4];

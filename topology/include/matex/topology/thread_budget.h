@@ -55,6 +55,10 @@ ThreadBudget budget_threads(MPI_Comm comm, const Layout& layout, const std::stri
 std::string budget_table(MPI_Comm comm, int root, const Layout& layout, const ThreadBudget& mine,
                          const std::string& setting);
 
+// The OS indices of the PUs the calling thread may run on (sched_getaffinity),
+// in increasing order. Throws Error(MATEX_ERR_SYSTEM) where it cannot be read.
+std::vector<int> affinity_of_this_thread();
+
 // "0-3,8": a PU list as taskset -c takes it.
 std::string format_cpu_list(const std::vector<int>& pus);
 
