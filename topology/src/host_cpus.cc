@@ -32,7 +32,7 @@ int usable_pus_on_host(MPI_Comm comm, const Layout& layout) {
   std::vector<int> pus;
   bool known = true;
   try {
-    pus = affinity_of_this_thread();
+    pus = affinity_of_thread(getpid());  // the process's, not a worker thread's pinning
   } catch (const Error&) {
     known = false;
   }

@@ -215,14 +215,14 @@ std::vector<ThreadBudget> split_host_affinities(const std::vector<std::vector<in
   return budgets;
 }
 
-std::vector<int> affinity_of_this_thread() {
+std::vector<int> affinity_of_thread(pid_t thread) {
   long configured = sysconf(_SC_NPROCESSORS_CONF);
   const int capacity = static_cast<int>(std::max<long>(configured, 1024));
   std::unique_ptr<cpu_set_t, void (*)(cpu_set_t*)> set(CPU_ALLOC(capacity), [](cpu_set_t* s) { CPU_FREE(s); });
   MATEX_REQUIRE(set != nullptr, MATEX_ERR_SYSTEM, "CPU_ALLOC failed");
   const size_t bytes = CPU_ALLOC_SIZE(capacity);
   CPU_ZERO_S(bytes, set.get());
-  MATEX_REQUIRE(sched_getaffinity(0, bytes, set.get()) == 0, MATEX_ERR_SYSTEM,
+  MATEX_REQUIRE(sched_getaffinity(thread, bytes, set.get()) == 0, MATEX_ERR_SYSTEM,
                 std::string("sched_getaffinity failed: ") + std::strerror(errno));
   std::vector<int> pus;
   for (int pu = 0; pu < capacity; ++pu) {
@@ -253,7 +253,7 @@ ThreadBudget budget_threads(MPI_Comm comm, const Layout& layout, const std::stri
   std::string failure;
   try {  // everything that can fail here, before any exchange
     mode = parse_threads_setting(setting);
-    mine = affinity_of_this_thread();
+    mine = affinity_of_thread(0);
     cores = pus_of_cores();
   } catch (const Error& error) {
     failure = error.message();

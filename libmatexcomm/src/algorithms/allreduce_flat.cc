@@ -9,19 +9,20 @@
 //        shared memory is unavailable. Where the call check runs, calls of at
 //        most kCarriedMaxBytes do not come here: their data rides in the
 //        check's exchange (comm/call_agreement.h, Communicator::allreduce).
-// On one node with a shared-memory channel there is no call check: first a
-//        data-less round compares the call with the node's other ranks, as
-//        the hierarchical algorithms do in theirs. A rank that chose another
-//        algorithm (another size band of auto's table, or another forced
-//        name) then gets MATEX_ERR_MISMATCH, where it would otherwise wait in
-//        shared memory while this one waited inside MPI.
+// Under auto on one node with a shared-memory channel (args.meet_in_node)
+//        there is no call check: first a data-less round compares the call
+//        with the node's other ranks, as the hierarchical algorithms do in
+//        theirs. A rank whose size auto's table gives to another algorithm
+//        then gets MATEX_ERR_MISMATCH, where it would otherwise wait in
+//        shared memory while this one waited inside MPI. A forced flat runs
+//        on every rank, so it keeps the call check (and its carried calls).
 #include "algorithms/algorithms.h"
 #include "core/reduce_kernels.h"
 
 namespace matexcomm {
 
 void allreduce_flat(const CollectiveContext& ctx, const AllreduceArgs& args) {
-  if (ctx.shm != nullptr && ctx.layout->node_count == 1) {
+  if (args.meet_in_node && ctx.shm != nullptr) {
     ctx.shm->exchange_descriptor(
         CallDescriptor{args.sequence, args.count, args.dtype, args.op, args.algorithm_id, MATEX_COLL_ALLREDUCE});
   }

@@ -50,6 +50,9 @@ struct AllreduceArgs {
   int algorithm_id = 0;  // carried in the shm call descriptor to catch mismatches
   uint64_t sequence = 0;  // the communicator's collective call number, likewise
   bool streaming = false;  // write the output with streaming stores (a large message)
+  // Flat only: compare the call with the node's ranks in shared memory before
+  // MPI's call (one node under auto, where that replaces the call check).
+  bool meet_in_node = false;
   // A fused allreduce's tensors (send and recv above unused), `count` elements
   // in all. Only rs_ar_ag takes pieces; the communicator picks it for them.
   const BufferPiece* pieces = nullptr;

@@ -298,9 +298,12 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
   const bool cold = hints.cold_output && send != recv;
   const AllreduceAlgorithm& algorithm = allreduce_registry()[chosen];
   last_[MATEX_COLL_ALLREDUCE] = algorithm.name;
-  // On one node flat compares the call in shared memory too (allreduce_flat.cc),
-  // so that every rank meets its peers there, whatever algorithm it chose.
-  const bool compared_inside_node = shm_ != nullptr && (algorithm.hierarchical || layout_.node_count == 1);
+  // Under auto on one node flat compares the call in shared memory too
+  // (allreduce_flat.cc): auto's table may give a neighbour's size to a
+  // shared-memory algorithm, and the two must meet in one place.
+  const bool flat_meets_in_node = shm_ != nullptr && layout_.node_count == 1 && !algorithm.hierarchical &&
+                                  choice_[MATEX_COLL_ALLREDUCE] == "auto";
+  const bool compared_inside_node = shm_ != nullptr && (algorithm.hierarchical || flat_meets_in_node);
   const CallSignature call = reduction_call(CallKind::kAllreduce, count, dtype, op);
   // Before the algorithm (which reserves too), so that a trial's clock does not time it.
   if (shm_ != nullptr && algorithm.hierarchical && !algorithm.single_copy) reserve_node_buffers(bytes);
@@ -322,6 +325,7 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
     // In place, the output lines were just read and are in cache: no read-for-ownership to save.
     const bool streaming = send != recv && (bytes >= streaming_min_bytes_ || cold);
     AllreduceArgs args{send, recv, count, dtype, op, chosen, sequence_, streaming};
+    args.meet_in_node = flat_meets_in_node;
     algorithm.run(context_, args);
   }, compared_inside_node, carried);
   // Every call that takes part is counted, timed or not.

@@ -5,9 +5,7 @@
 //
 // The contenders at a size, the rule's or table's pick first:
 //   flat (MPI's allreduce)   on several nodes. On one node it is left out:
-//                            there the hierarchical algorithms compare their
-//                            calls inside the shared-memory channel, which
-//                            flat never enters, and it did not win here;
+//                            it did not win there in the races;
 //   oneshot / rab            where some node has several ranks, up to
 //                            kSmallTrialMaxBytes (their cost grows with the
 //                            ranks per node times the size);

@@ -30,8 +30,9 @@ const std::vector<ConfigEntry>& config_table() {
        "and root, so that a mismatch fails on every rank (MATEX_ERR_MISMATCH, naming the ranks) instead of "
        "hanging, crashing or giving a wrong result. Costs one exchange of small messages per collective (about "
        "one small MPI_Allreduce); a flat allreduce of at most 16 KiB carries its data in it. auto: on, "
-       "except for allreduces on a single node, which compare the calls in shared memory instead (flat in a "
-       "data-less round before MPI's call; one meeting another kind of collective on a peer times out), and "
+       "except for allreduces on a single node with shared memory, which compare the calls there instead "
+       "(auto's flat too, in a data-less round before MPI's call; one meeting another kind of collective on "
+       "a peer times out), and "
        "for the engine's collectives, which its coordinator has agreed on already. on checks those too."},
       {"MATEX_STALL_WARNING_SECONDS", ConfigType::kSeconds, "60", "", 0.001, 1e6, kPerRank,
        "After this long waiting for a peer on the same node, or for any rank in the call check "

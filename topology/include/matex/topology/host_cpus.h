@@ -1,5 +1,5 @@
 // host_cpus.h - how many PUs the ranks of a host may run on. Launchers
-// (mpirun --bind-to, srun's cpusets), cgroups and taskset can give a job fewer
+// (mpirun --bind-to, srun's cpusets), cgroup cpusets and taskset can give a job fewer
 // PUs than the host has online; ranks that outnumber those PUs share cores
 // however many the host has, and their waits must yield accordingly.
 #pragma once
@@ -11,7 +11,8 @@
 namespace matexcomm::topo {
 
 // Collective over `comm` (the layout's communicator): the number of PUs in the
-// union of the CPU affinities of my host's ranks in `comm` (hosts as the
+// union of the CPU affinities (of each process's main thread) of my host's
+// ranks in `comm` (hosts as the
 // layout's host ids name them, so virtual nodes of one machine share it).
 // Where some rank of the host cannot read its affinity, every rank of that
 // host falls back to the PUs online (sysconf), as before.

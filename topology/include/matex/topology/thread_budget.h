@@ -5,6 +5,7 @@
 #pragma once
 
 #include <mpi.h>
+#include <sys/types.h>
 
 #include <string>
 #include <vector>
@@ -55,9 +56,10 @@ ThreadBudget budget_threads(MPI_Comm comm, const Layout& layout, const std::stri
 std::string budget_table(MPI_Comm comm, int root, const Layout& layout, const ThreadBudget& mine,
                          const std::string& setting);
 
-// The OS indices of the PUs the calling thread may run on (sched_getaffinity),
-// in increasing order. Throws Error(MATEX_ERR_SYSTEM) where it cannot be read.
-std::vector<int> affinity_of_this_thread();
+// The OS indices of the PUs a thread of this process may run on
+// (sched_getaffinity; 0: the calling thread, getpid(): the main thread), in
+// increasing order. Throws Error(MATEX_ERR_SYSTEM) where it cannot be read.
+std::vector<int> affinity_of_thread(pid_t thread);
 
 // "0-3,8": a PU list as taskset -c takes it.
 std::string format_cpu_list(const std::vector<int>& pus);
