@@ -2,9 +2,11 @@
 // several shapes (rank order differing from the parent's), collectives on the
 // result checked exactly, the node layout derived from the parent's
 // (MATEX_VIRTUAL_NODES restricted to the members, not parsed again), creation
-// while another thread runs collectives on the parent, and bad rank lists
-// rejected naming the index.
+// while another thread runs collectives on the parent, bad rank lists
+// rejected naming the index, and a communicator over some of the job's ranks
+// counting the others on its cores.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "error_checks.h"
+#include "matexcomm/matexcomm_mpi.h"
 #include "mpi_test_util.h"
 #include "rooted_patterns.h"
 
@@ -213,6 +216,78 @@ TEST(SubCommunicators, BadRankListsNameTheIndex) {
   EXPECT_EQ(sub, nullptr);
   errors += check_comm_still_works(parent);
   agree_no_errors(errors, "bad rank lists");
+}
+
+// The test's own reference: every layout here is one machine, so the job's
+// cores are shared when its ranks outnumber the PUs of their affinities' union.
+bool job_outnumbers_its_pus() {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  EXPECT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  constexpr int kWords = CPU_SETSIZE / 64;
+  std::vector<uint64_t> bits(kWords, 0), all(kWords, 0);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &mine)) bits[cpu / 64] |= uint64_t{1} << (cpu % 64);
+  }
+  MPI_Allreduce(bits.data(), all.data(), kWords, MPI_UINT64_T, MPI_BOR, MPI_COMM_WORLD);
+  int pus = 0;
+  for (uint64_t word : all) pus += __builtin_popcountll(word);
+  return world_size() > pus;
+}
+
+// Whether a communicator's measured allreduce table says that cores are shared.
+long long expect_shared_cores(matex_comm_t comm, bool shared, const std::string& what) {
+  const char* text = nullptr;
+  EXPECT_EQ(matex_describe_selection(comm, &text), MATEX_SUCCESS) << matex_last_error();
+  const std::string selection = text != nullptr ? text : "";
+  const bool measured = selection.find("measured at init") != std::string::npos;
+  const bool says_shared = selection.find("more ranks than cores") != std::string::npos;
+  EXPECT_TRUE(measured) << what << ": no table measured at init:\n" << selection;
+  EXPECT_EQ(says_shared, shared) << what << " (the job has " << world_size() << " ranks; its PUs are "
+                                 << (shared ? "fewer" : "as many or more") << "):\n" << selection;
+  return !measured || says_shared != shared;
+}
+
+// Ranks 0 and 1 (one node in every layout the suite runs with 3 or 4 ranks)
+// share the cores of the job's other ranks: a sub-communicator of them, and a
+// communicator over an MPI communicator of them, must say so as the job's
+// would (their measured tables record it).
+TEST(SubCommunicators, CountTheJobsOtherRanksOnTheirCores) {
+  const std::vector<int> nodes = parent_nodes();
+  if (world_size() < 3 || nodes[0] != nodes[1]) GTEST_SKIP() << "needs ranks 0 and 1 on one node, and a third rank";
+  matex_comm_t parent = test_comm();
+  const bool shared = job_outnumbers_its_pus();
+  const bool member = world_rank() < 2;
+  long long errors = 0;
+  {
+    ScopedEnv calibrate("MATEX_CALIBRATE", "init");
+    if (member) {
+      const int pair[2] = {0, 1};
+      matex_comm_t sub = nullptr;
+      const matex_status_t status = matex_comm_create_from_ranks(parent, pair, 2, &sub);
+      EXPECT_EQ(status, MATEX_SUCCESS) << matex_last_error();
+      errors += status != MATEX_SUCCESS;
+      if (status == MATEX_SUCCESS) {
+        errors += expect_shared_cores(sub, shared, "sub-communicator {0,1}");
+        EXPECT_EQ(matex_finalize(&sub), MATEX_SUCCESS) << matex_last_error();
+      }
+    }
+    MPI_Comm pair_mpi = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, world_rank(), &pair_mpi);
+    if (member) {
+      ScopedEnv one_node("MATEX_VIRTUAL_NODES", nullptr);
+      matex_comm_t comm = nullptr;
+      const matex_status_t status = matex_init_mpi(pair_mpi, &comm);
+      EXPECT_EQ(status, MATEX_SUCCESS) << matex_last_error();
+      errors += status != MATEX_SUCCESS;
+      if (status == MATEX_SUCCESS) {
+        errors += expect_shared_cores(comm, shared, "matex_init_mpi over an MPI communicator of ranks 0 and 1");
+        EXPECT_EQ(matex_finalize(&comm), MATEX_SUCCESS) << matex_last_error();
+      }
+      MPI_Comm_free(&pair_mpi);
+    }
+  }
+  agree_no_errors(errors, "communicators over ranks 0 and 1");
 }
 
 }  // namespace

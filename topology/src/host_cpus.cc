@@ -1,11 +1,14 @@
-// host_cpus.cc - the PUs the ranks of a host may run on (host_cpus.h): the
-// bitwise or of their affinity masks over a communicator of the host's ranks.
+// host_cpus.cc - how crowded a host is (host_cpus.h): the PUs its ranks may run
+// on, the bitwise or of their affinity masks over a communicator of the host's
+// ranks, and how many ranks share them.
 #include "matex/topology/host_cpus.h"
 
 #include <unistd.h>
 
 #include <bitset>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -25,8 +28,7 @@ int host_color(const Layout& layout) {
   return layout.node_index;
 }
 
-}  // namespace
-
+// The PUs my host's ranks in `comm` may run on (host_cpus.h).
 int usable_pus_on_host(MPI_Comm comm, const Layout& layout) {
   const int online = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   std::vector<int> pus;
@@ -50,6 +52,44 @@ int usable_pus_on_host(MPI_Comm comm, const Layout& layout) {
   int count = 0;
   for (uint64_t word : all) count += static_cast<int>(std::bitset<64>(word).count());
   return count > 0 ? count : online;
+}
+
+// Ranks of `layout` on my host.
+int layout_ranks_on_host(const Layout& layout) {
+  if (layout.node_hosts.size() != static_cast<size_t>(layout.node_count)) return layout.local_size;
+  const std::string& host = layout.node_hosts[layout.node_index];
+  int on_host = 0;
+  for (int r = 0; r < layout.world_size; ++r) on_host += layout.node_hosts[layout.node_of_rank[r]] == host;
+  return on_host;
+}
+
+}  // namespace
+
+int launcher_ranks_on_machine() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr) continue;
+    char* end = nullptr;
+    const long count = std::strtol(value, &end, 10);
+    if (end != value && *end == '\0' && count > 0 && count < (1L << 24)) return static_cast<int>(count);
+  }
+  return 0;
+}
+
+HostLoad measure_host_load(MPI_Comm comm, const Layout& layout) {
+  HostLoad load;
+  load.pus = usable_pus_on_host(comm, layout);
+  load.node_ranks = layout.local_size;
+  load.host_ranks = layout_ranks_on_host(layout);
+  // A communicator over some of the job's ranks sees only those, yet the
+  // others run on the same cores: the launcher counts every rank it started
+  // on this machine.
+  int comm_size = 0, job_size = 0;
+  check_mpi(MPI_Comm_size(comm, &comm_size), "MPI_Comm_size");
+  check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &job_size), "MPI_Comm_size of MPI_COMM_WORLD");
+  const int launched = comm_size < job_size ? launcher_ranks_on_machine() : 0;
+  if (launched > load.host_ranks) load.host_ranks = launched;
+  return load;
 }
 
 }  // namespace matexcomm::topo

@@ -19,11 +19,12 @@
 
 namespace matexcomm {
 
-Communicator::Communicator(MPI_Comm parent) : Communicator(parent, nullptr) {}
+Communicator::Communicator(MPI_Comm parent) : Communicator(parent, nullptr, nullptr) {}
 
-Communicator::Communicator(MPI_Comm members, const topo::Layout& layout) : Communicator(members, &layout) {}
+Communicator::Communicator(MPI_Comm members, const topo::Layout& layout, const topo::HostLoad& host)
+    : Communicator(members, &layout, &host) {}
 
-Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited) {
+Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited, const topo::HostLoad* host) {
   std::string config_error;
   try {
     config_ = Config::from_environment();
@@ -60,8 +61,8 @@ Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited) {
   stall_warning_seconds_ = config_.get_seconds("MATEX_STALL_WARNING_SECONDS");
   // Waits pace by the host, not the node: virtual nodes of one host share its cores.
   // The PUs are those its ranks may run on, which launchers and cgroups narrow.
-  host_pus_ = topo::usable_pus_on_host(world_.get(), layout_);
-  check_pace_ = host_has_dedicated_cores() ? BackoffPace::for_dedicated_cores() : BackoffPace::for_shared_cores();
+  host_ = host != nullptr ? *host : topo::measure_host_load(world_.get(), layout_);
+  check_pace_ = host_.host_has_dedicated_cores() ? BackoffPace::for_dedicated_cores() : BackoffPace::for_shared_cores();
 
   context_.layout = &layout_;
   context_.world = world_.get();
@@ -95,23 +96,9 @@ bool Communicator::watches_trials() const {
   return layout_.node_count < layout_.world_size && !cores_shared_anywhere_;
 }
 
-bool Communicator::node_has_dedicated_cores() const {
-  return host_pus_ > 0 && layout_.local_size <= host_pus_;
-}
-
-bool Communicator::host_has_dedicated_cores() const {
-  long on_host = layout_.local_size;
-  if (layout_.node_hosts.size() == static_cast<size_t>(layout_.node_count)) {
-    const std::string& host = layout_.node_hosts[layout_.node_index];
-    on_host = 0;
-    for (int r = 0; r < layout_.world_size; ++r) on_host += layout_.node_hosts[layout_.node_of_rank[r]] == host;
-  }
-  return host_pus_ > 0 && on_host <= host_pus_;
-}
-
 size_t Communicator::choose_chunk_bytes() {
   // Rails exchange chunk-sized pieces, so every rank must use the same size.
-  int oversubscribed[2] = {node_has_dedicated_cores() ? 0 : 1, host_has_dedicated_cores() ? 0 : 1};
+  int oversubscribed[2] = {host_.node_has_dedicated_cores() ? 0 : 1, host_.host_has_dedicated_cores() ? 0 : 1};
   int anywhere[2] = {0, 0};
   check_mpi(MPI_Allreduce(oversubscribed, anywhere, 2, MPI_INT, MPI_MAX, world_.get()),
             "MPI_Allreduce of core counts");
@@ -150,7 +137,7 @@ void Communicator::setup_shared_memory() {
       // Ranks that outnumber the cores must hand theirs over quickly when they wait.
       ShmWaitPolicy policy{config_.get_seconds("MATEX_TIMEOUT_SECONDS"),
                            config_.get_seconds("MATEX_STALL_WARNING_SECONDS"),
-                           host_has_dedicated_cores() ? BackoffPace::for_dedicated_cores()
+                           host_.host_has_dedicated_cores() ? BackoffPace::for_dedicated_cores()
                                                       : BackoffPace::for_shared_cores()};
       shm_ = std::make_unique<ShmNodeChannel>(context_.node, world_ranks, context_.chunk_bytes, policy);
     } catch (const Error& error) {

@@ -18,6 +18,7 @@
 #include "core/host_scratch.h"
 #include "core/mpi_handles.h"
 #include "core/tuning_file.h"
+#include "matex/topology/host_cpus.h"
 #include "matex/topology/layout.h"
 #include "matexcomm/matexcomm.h"
 #include "transport/mpi_reductions.h"
@@ -40,8 +41,9 @@ class Communicator {
   // Collective over `parent`. Reads the MATEX_* environment once.
   explicit Communicator(MPI_Comm parent);
   // Collective over `members`: a communicator whose node layout is given (a
-  // parent's, restricted to the members) instead of discovered.
-  Communicator(MPI_Comm members, const topo::Layout& layout);
+  // parent's, restricted to the members) instead of discovered, and whose
+  // host figures are the parent's (the members share cores with its other ranks).
+  Communicator(MPI_Comm members, const topo::Layout& layout, const topo::HostLoad& host);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -131,21 +133,14 @@ class Communicator {
   void allreduce_device_tensors(const std::vector<ScaledPiece>& pieces, matex_dtype_t dtype, matex_op_t op);
 
  private:
-  // The constructors' shared body; `inherited` null: discover the layout.
-  Communicator(MPI_Comm parent, const topo::Layout* inherited);
+  // The constructors' shared body; `inherited` null: discover the layout and
+  // measure the host (`host` is then null too).
+  Communicator(MPI_Comm parent, const topo::Layout* inherited, const topo::HostLoad* host);
   void setup_shared_memory();
   // shm_->reserve(bytes) where there is a channel, before a collective uses
   // it. A failure fails the communicator, and on several nodes ends the job
   // (ranks of other nodes would wait inside MPI forever), as a timeout does.
   void reserve_node_buffers(size_t bytes);
-  // True when my node's ranks do not outnumber the PUs its host's ranks may
-  // run on (their affinities, not the PUs online): the pacing of waits and
-  // the chunk size follow it (virtual nodes count as machines).
-  bool node_has_dedicated_cores() const;
-  // True when the ranks on my host (all its virtual nodes) do not outnumber
-  // the PUs they may run on: auto's measured tables record it (tuning files,
-  // --explain), and waits pace by it.
-  bool host_has_dedicated_cores() const;
   // The shm pipeline step: MATEX_SHM_CHUNK_BYTES, or the _OVERSUBSCRIBED one
   // when any node has more ranks than cores (collective, same on every rank);
   // sets cores_shared_anywhere_ too.
@@ -216,7 +211,11 @@ class Communicator {
   std::unique_ptr<AllreduceTrials> trials_;
   UniqueComm trials_comm_;  // the trials' agreements, alone on it (null without trials)
   std::vector<double> trial_figures_;  // an agreement's buffers: they outlive a request an error left pending
-  int host_pus_ = 0;                    // PUs my host's ranks may run on (topo::usable_pus_on_host)
+  // My host's PUs (their affinities, not the PUs online) and ranks. Its node
+  // test sets the chunk size (virtual nodes count as machines); its host test
+  // sets the pacing of waits, and auto's measured tables record it (tuning
+  // files, --explain).
+  topo::HostLoad host_;
   bool cores_shared_anywhere_ = false;  // some host has more ranks than cores (the same on every rank)
   size_t streaming_min_bytes_ = 0;
   std::string choice_[4];

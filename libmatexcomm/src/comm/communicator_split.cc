@@ -1,7 +1,7 @@
 // communicator_split.cc - sub-communicators over a list of ranks, created by
 // the members only (MPI_Comm_create_group on the private creation duplicate,
 // which no other thread's collectives use), with the parent's node layout
-// restricted to the members.
+// restricted to the members, and its host figures.
 #include <string>
 #include <vector>
 
@@ -58,8 +58,9 @@ std::unique_ptr<Communicator> Communicator::create_from_ranks(const std::vector<
   }
   MATEX_REQUIRE(members.valid() && members.rank() == my_index, MATEX_ERR_INTERNAL,
                 "MPI_Comm_create_group gave this rank a different position than its index in ranks");
-  // The communicator duplicates `members`; ours is freed on return.
-  return std::make_unique<Communicator>(members.get(), layout);
+  // The communicator duplicates `members`; ours is freed on return. Its ranks
+  // share cores with the parent's others, so it takes the parent's host figures.
+  return std::make_unique<Communicator>(members.get(), layout, host_);
 }
 
 }  // namespace matexcomm

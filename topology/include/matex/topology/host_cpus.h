@@ -10,14 +10,34 @@
 
 namespace matexcomm::topo {
 
-// Collective over `comm` (the layout's communicator): the number of PUs in the
-// union of the CPU affinities (of each process's main thread) of my host's
-// ranks in `comm` (hosts as the
-// layout's host ids name them, so virtual nodes of one machine share it).
-// Where some rank of the host cannot read its affinity, every rank of that
-// host falls back to the PUs online (sysconf), as before.
+// How crowded my host and my node are. A communicator over some of a job's
+// ranks cannot see the others, yet they run on the same cores: a
+// sub-communicator takes its parent's figures rather than measuring its own.
+struct HostLoad {
+  int pus = 0;         // PUs my host's ranks may run on (0: unknown)
+  int host_ranks = 0;  // ranks on my host: all its virtual nodes, and the launcher's count where it is larger
+  int node_ranks = 0;  // ranks on my (virtual) node
+
+  // Each rank may have a core of its own.
+  bool host_has_dedicated_cores() const { return pus > 0 && host_ranks <= pus; }
+  bool node_has_dedicated_cores() const { return pus > 0 && node_ranks <= pus; }
+};
+
+// Collective over `comm` (the layout's communicator). `pus` is the number of
+// PUs in the union of the CPU affinities (of each process's main thread) of
+// my host's ranks in `comm` (hosts as the layout's host ids name them, so
+// virtual nodes of one machine share it). Where some rank of the host cannot
+// read its affinity, every rank of that host falls back to the PUs online
+// (sysconf). `host_ranks` counts my host's ranks in `comm`; where `comm` is
+// smaller than MPI_COMM_WORLD, it is raised to the launcher's count of the
+// job's ranks on this machine (launcher_ranks_on_machine) if that is larger.
 // Cost: one MPI_Comm_split of `comm` by host, then two MPI_Allreduces on it,
 // the second of ceil(P / 64) words for P the highest PU index + 1.
-int usable_pus_on_host(MPI_Comm comm, const Layout& layout);
+HostLoad measure_host_load(MPI_Comm comm, const Layout& layout);
+
+// The launcher's count of the job's ranks on this machine, from its
+// environment (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, or MPICH Hydra's
+// MPI_LOCALNRANKS); 0 where neither is set to a positive number.
+int launcher_ranks_on_machine();
 
 }  // namespace matexcomm::topo
