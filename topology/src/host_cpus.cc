@@ -81,14 +81,21 @@ HostLoad measure_host_load(MPI_Comm comm, const Layout& layout) {
   load.pus = usable_pus_on_host(comm, layout);
   load.node_ranks = layout.local_size;
   load.host_ranks = layout_ranks_on_host(layout);
-  // A communicator over some of the job's ranks sees only those, yet the
-  // others run on the same cores: the launcher counts every rank it started
-  // on this machine.
+  // A communicator over some of the job's ranks sees only those. Where its
+  // ranks may run on every PU online, so may every other rank the launcher
+  // started on this machine: they all share these PUs, and the launcher's
+  // count is the one that matters. Where the members are confined to fewer
+  // PUs (bound, or in a cpuset), where the others run is unknown, and the
+  // members' own count stands.
   int comm_size = 0, job_size = 0;
   check_mpi(MPI_Comm_size(comm, &comm_size), "MPI_Comm_size");
   check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &job_size), "MPI_Comm_size of MPI_COMM_WORLD");
-  const int launched = comm_size < job_size ? launcher_ranks_on_machine() : 0;
-  if (launched > load.host_ranks) load.host_ranks = launched;
+  const bool every_pu = load.pus >= static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  const int launched = comm_size < job_size && every_pu ? launcher_ranks_on_machine() : 0;
+  if (launched > load.host_ranks) {
+    if (load.host_ranks == load.node_ranks) load.node_ranks = launched;  // no virtual nodes split the host
+    load.host_ranks = launched;
+  }
   return load;
 }
 

@@ -11,11 +11,12 @@
 namespace matexcomm::topo {
 
 // How crowded my host and my node are. A communicator over some of a job's
-// ranks cannot see the others, yet they run on the same cores: a
-// sub-communicator takes its parent's figures rather than measuring its own.
+// ranks cannot see the others, yet they may run on the same cores: a
+// sub-communicator takes its parent's figures rather than measuring its own
+// (a snapshot: affinities changed after the parent was made do not count).
 struct HostLoad {
   int pus = 0;         // PUs my host's ranks may run on (0: unknown)
-  int host_ranks = 0;  // ranks on my host: all its virtual nodes, and the launcher's count where it is larger
+  int host_ranks = 0;  // ranks on my host: all its virtual nodes (and others of the job: measure_host_load)
   int node_ranks = 0;  // ranks on my (virtual) node
 
   // Each rank may have a core of its own.
@@ -28,9 +29,12 @@ struct HostLoad {
 // my host's ranks in `comm` (hosts as the layout's host ids name them, so
 // virtual nodes of one machine share it). Where some rank of the host cannot
 // read its affinity, every rank of that host falls back to the PUs online
-// (sysconf). `host_ranks` counts my host's ranks in `comm`; where `comm` is
-// smaller than MPI_COMM_WORLD, it is raised to the launcher's count of the
-// job's ranks on this machine (launcher_ranks_on_machine) if that is larger.
+// (sysconf). `host_ranks` and `node_ranks` count my host's and my node's
+// ranks in `comm`. Where `comm` is smaller than MPI_COMM_WORLD and its ranks
+// on my host may run on every PU online, every rank the launcher started on
+// this machine runs on those PUs too: `host_ranks` (and `node_ranks`, where
+// no virtual nodes split the host) is raised to the launcher's count
+// (launcher_ranks_on_machine) if that is larger.
 // Cost: one MPI_Comm_split of `comm` by host, then two MPI_Allreduces on it,
 // the second of ceil(P / 64) words for P the highest PU index + 1.
 HostLoad measure_host_load(MPI_Comm comm, const Layout& layout);
