@@ -15,29 +15,16 @@ prints, per layout, mode, placement and size:
 The closing lines count, per mode, the rows whose median is within 10 %, and
 the misses by that rule.
 """
-import json
-import pathlib
 import statistics
 import sys
+
+from selection_races import fastest_us, own_spread, race_documents
 
 
 def race_rows(out):
     """{(name, inplace, size): (auto / fastest, spread or None, auto's algorithm)} of one race."""
-    rows = {}
-    for path in sorted(pathlib.Path(out).glob("*.json")):
-        if path.name.endswith(".tuning.json"):
-            continue
-        document = json.loads(path.read_text())
-        if document.get("compare") != "all":
-            continue
-        name = path.name[:-len(".json")]
-        for row in document["results"]:
-            forced = {k: v for k, v in row["forced_time_us"].items() if v is not None}
-            fastest = min(min(forced.values()), row["mpi_time_us"])
-            same = forced.get(row["algo"])
-            spread = max(row["time_us"] / same, same / row["time_us"]) if same else None
-            rows[(name, row["inplace"], row["size"])] = (row["time_us"] / fastest, spread, row["algo"])
-    return rows
+    return {(name, row["inplace"], row["size"]): (row["time_us"] / fastest_us(row), own_spread(row), row["algo"])
+            for name, document in race_documents(out) for row in document["results"]}
 
 
 def main():

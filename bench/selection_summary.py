@@ -13,20 +13,13 @@ itself ran ("auto/same"). The two run the same code in the same run, so where
 they are more than 10 % apart the run's noise alone did it; the closing lines
 count those rows next to the rows within 10 % of the fastest.
 """
-import json
-import pathlib
 import sys
 
-out = pathlib.Path(sys.argv[1])
+from selection_races import fastest_us, forced_times, own_spread, race_documents
+
 worst_all = {}
 counts = {}  # mode -> [rows, within 10 % of the fastest, rows with a same-algorithm figure, those over 10 % apart]
-for path in sorted(out.glob("*.json")):
-    if path.name.endswith(".tuning.json"):
-        continue
-    document = json.loads(path.read_text())
-    if document.get("compare") != "all":
-        continue
-    name = path.name[:-len(".json")]
+for name, document in race_documents(sys.argv[1]):
     mode = name.split(".", 1)[1]
     for inplace in (False, True):
         latency = document.get("rank_latency_us")
@@ -37,21 +30,19 @@ for path in sorted(out.glob("*.json")):
         for row in document["results"]:
             if row["inplace"] != inplace:
                 continue
-            forced = {k: v for k, v in row["forced_time_us"].items() if v is not None}
+            forced = forced_times(row)
             best_name = min(forced, key=forced.get)
-            best = min(forced[best_name], row["mpi_time_us"])
-            ratio = row["time_us"] / best
+            ratio = row["time_us"] / fastest_us(row)
             worst_all[mode] = max(worst_all.get(mode, 0.0), ratio)
             tally = counts.setdefault(mode, [0, 0, 0, 0])
             tally[0] += 1
             tally[1] += ratio <= 1.10
-            same = forced.get(row["algo"])  # none where auto ran two algorithms ("rab/rs_ar_ag")
+            apart = own_spread(row)
             same_text = "-"
-            if same:
-                apart = max(row["time_us"] / same, same / row["time_us"])
+            if apart is not None:
                 tally[2] += 1
                 tally[3] += apart > 1.10
-                same_text = f"{row['time_us'] / same:.2f}"
+                same_text = f"{row['time_us'] / forced[row['algo']]:.2f}"
             print(f"{row['size']:>10} {row['time_us']:10.1f} {row['algo']:>14} {best_name:>15} {forced[best_name]:10.1f} "
                   f"{row['mpi_time_us']:10.1f} {ratio:12.2f} {row['mpi_time_us'] / row['time_us']:7.2f}x {same_text:>9}"
                   f"{'' if ratio <= 1.10 else '  (over 10 %)'}")
