@@ -21,8 +21,8 @@ if ((${#missing[@]} > 0)); then
 fi
 
 # TensorFlow for the integration (tf_integration/, tests/tf), from PyPI, into
-# the python3 on PATH, tf_keras (Keras 2) for the test of its patches, and h5py
-# and netCDF4 for matex.data. A
+# the python3 on PATH, tf_keras (Keras 2) for the test of its patches, h5py
+# and netCDF4 for matex.data, and tensorboard. A
 # Debian system Python refuses pip installs unless told.
 matex_pip_install() {
   echo "setup: installing $*"
@@ -44,6 +44,8 @@ fi
 # The file formats matex.data reads (serial builds; tests/tf/data_readers.py).
 python3 -c 'import h5py' 2>/dev/null || matex_pip_install h5py
 python3 -c 'import netCDF4' 2>/dev/null || matex_pip_install netCDF4
+# tf.summary's writers and Keras' TensorBoard callback need the tensorboard package (tests/tf/files_fit.py).
+python3 -c 'import tensorboard' 2>/dev/null || matex_pip_install "tensorboard==2.21.*"
 
 # PyTorch for torch_integration/ and tests/torch. PyPI has only the CUDA
 # build, whose full dependency list is several GB of CUDA wheels; on a machine

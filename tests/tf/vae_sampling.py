@@ -1,9 +1,12 @@
-"""The Keras VAE example's shape: a Sampling layer that draws its noise with
-tf.keras.backend.random_normal for the batch, a Model subclass whose own
-train_step computes reconstruction and KL losses and keeps them in Mean
-trackers, fit on NumPy images. Under MATEX_ENABLE=1 each rank must draw the
-noise of its own rows of the global batch, and the trackers must give the
-global values. matex.verify compares the plain run with N ranks."""
+"""The Keras VAE example's shape, twice: a Sampling layer that draws its
+noise for the batch, a Model subclass whose own train_step computes
+reconstruction and KL losses and keeps them in Mean trackers, fit on NumPy
+images. First with tf.keras.backend.random_normal and a dense encoder, then
+as keras-io's Keras 3 version writes it: keras.random.normal with a
+SeedGenerator of the layer's, ops.shape, and a convolutional encoder and
+decoder. Under MATEX_ENABLE=1 each rank must draw the noise of its own rows
+of the global batch, and the trackers must give the global values.
+matex.verify compares the plain run with N ranks."""
 import numpy as np
 import tensorflow as tf
 import keras
@@ -21,16 +24,47 @@ class Sampling(keras.layers.Layer):
         return z_mean + tf.exp(0.5 * z_log_var) * epsilon
 
 
-keras.utils.set_random_seed(4)
-encoder_inputs = keras.Input(shape=(8, 8, 1))
-h = keras.layers.Flatten()(encoder_inputs)
-h = keras.layers.Dense(16, activation="relu")(h)
-z_mean = keras.layers.Dense(latent)(h)
-z_log_var = keras.layers.Dense(latent)(h)
-encoder = keras.Model(encoder_inputs, [z_mean, z_log_var, Sampling()([z_mean, z_log_var])])
-decoder_inputs = keras.Input(shape=(latent,))
-d = keras.layers.Dense(64, activation="sigmoid")(decoder_inputs)
-decoder = keras.Model(decoder_inputs, keras.layers.Reshape((8, 8, 1))(d))
+class SeededSampling(keras.layers.Layer):
+    """keras-io's Keras 3 VAE: the layer's own SeedGenerator."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.seed_generator = keras.random.SeedGenerator(1337)
+
+    def call(self, inputs):
+        z_mean, z_log_var = inputs
+        batch = keras.ops.shape(z_mean)[0]
+        dim = keras.ops.shape(z_mean)[1]
+        epsilon = keras.random.normal(shape=(batch, dim), seed=self.seed_generator)
+        return z_mean + keras.ops.exp(0.5 * z_log_var) * epsilon
+
+
+def dense_vae():
+    encoder_inputs = keras.Input(shape=(8, 8, 1))
+    h = keras.layers.Flatten()(encoder_inputs)
+    h = keras.layers.Dense(16, activation="relu")(h)
+    z_mean = keras.layers.Dense(latent)(h)
+    z_log_var = keras.layers.Dense(latent)(h)
+    encoder = keras.Model(encoder_inputs, [z_mean, z_log_var, Sampling()([z_mean, z_log_var])])
+    decoder_inputs = keras.Input(shape=(latent,))
+    d = keras.layers.Dense(64, activation="sigmoid")(decoder_inputs)
+    return encoder, keras.Model(decoder_inputs, keras.layers.Reshape((8, 8, 1))(d))
+
+
+def conv_vae():
+    encoder_inputs = keras.Input(shape=(8, 8, 1))
+    h = keras.layers.Conv2D(8, 3, activation="relu", strides=2, padding="same")(encoder_inputs)
+    h = keras.layers.Flatten()(h)
+    h = keras.layers.Dense(16, activation="relu")(h)
+    z_mean = keras.layers.Dense(latent, name="z_mean")(h)
+    z_log_var = keras.layers.Dense(latent, name="z_log_var")(h)
+    encoder = keras.Model(encoder_inputs, [z_mean, z_log_var, SeededSampling()([z_mean, z_log_var])])
+    decoder_inputs = keras.Input(shape=(latent,))
+    d = keras.layers.Dense(4 * 4 * 8, activation="relu")(decoder_inputs)
+    d = keras.layers.Reshape((4, 4, 8))(d)
+    d = keras.layers.Conv2DTranspose(8, 3, activation="relu", strides=2, padding="same")(d)
+    return encoder, keras.Model(decoder_inputs, keras.layers.Conv2DTranspose(1, 3, activation="sigmoid",
+                                                                             padding="same")(d))
 
 
 class VAE(keras.Model):
@@ -62,8 +96,11 @@ class VAE(keras.Model):
         return {m.name: m.result() for m in self.metrics}
 
 
-vae = VAE(encoder, decoder)
-vae.compile(optimizer=keras.optimizers.Adam(0.01))
-history = vae.fit(images, epochs=3, batch_size=30, verbose=0)  # 7 batches, the last of 12 rows
-print("kl_loss", history.history["kl_loss"][-1], "encoder output norm",
-      float(tf.norm(encoder(images[:16])[0])))
+for seed, build in ((4, dense_vae), (5, conv_vae)):
+    keras.utils.set_random_seed(seed)
+    encoder, decoder = build()
+    vae = VAE(encoder, decoder)
+    vae.compile(optimizer=keras.optimizers.Adam(0.01))
+    history = vae.fit(images, epochs=3, batch_size=30, verbose=0)  # 7 batches, the last of 12 rows
+    print(build.__name__, "kl_loss", history.history["kl_loss"][-1], "encoder output norm",
+          float(tf.norm(encoder(images[:16])[0])))

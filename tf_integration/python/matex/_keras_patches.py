@@ -21,7 +21,11 @@
 - BatchNormalization and Dropout see the global batch (_layer_patches.py).
 - before any broadcast, the ranks check that they hold the same variables;
   fit and evaluate check that they were given the same arrays (_same_data.py).
-- Model.save, save_weights and export write on rank 0 only.
+- files: every writer Keras and TensorFlow offer writes once, from rank 0,
+  whole, and returns on every rank once the file is complete (_file_patches.py).
+- losses written for a global batch (tf.nn.compute_average_loss, reduction
+  "sum") and loss scaling give one process's gradient (_loss_patches.py);
+  sparse gradients stay sparse (_gradients.py).
 """
 import sys
 import weakref
@@ -29,8 +33,8 @@ import weakref
 import keras
 import tensorflow as tf
 
-from . import (_batch_layout, _collectives, _input_sharding, _layer_patches, _loop_iterator, _metric_patches, _runtime,
-               _same_data, _scope, _variable_sync)
+from . import (_batch_layout, _collectives, _file_patches, _gradients, _input_sharding, _layer_patches, _loop_iterator, _loss_patches,
+               _metric_patches, _runtime, _same_data, _scope, _variable_sync)
 from ._patching import arguments_as_keywords
 from ._patching import patch as _patch
 
@@ -56,25 +60,6 @@ def _under_strategy():
 
 # ---- gradients ---------------------------------------------------------------------------------------
 
-def _reduce_gradients(grads):
-    present = [i for i, g in enumerate(grads) if g is not None]
-    tensors = [tf.convert_to_tensor(grads[i]) for i in present]
-    layout = _batch_layout.of_last_step()
-    if layout is None or not tensors:
-        reduced = _collectives.allreduce(tensors, op="average") if tensors else []
-    else:
-        n = tf.cast(layout.local, tf.float32)
-        # multiply_no_nan: a rank with an empty slice has NaN gradients (mean of nothing); it adds 0.
-        weighted = [tf.math.multiply_no_nan(t, tf.cast(n, t.dtype)) for t in tensors]
-        out = _collectives.allreduce(weighted + [tf.reshape(n, [1])], op="sum")
-        total = out[-1][0]
-        reduced = [t / tf.cast(total, t.dtype) for t in out[:-1]]
-    grads = list(grads)
-    for i, r in zip(present, reduced):
-        grads[i] = r
-    return grads
-
-
 def _make_apply(original):
     def apply(self, grads, trainable_variables=None):
         if _flag("reduced") or _under_strategy():
@@ -82,7 +67,8 @@ def _make_apply(original):
         _batch_layout.note_optimizer(self)
         if _runtime.size() > 1:
             _variable_sync.sync_before_first_apply(self, trainable_variables)
-            grads = _reduce_gradients(list(grads))
+            _loss_patches.check_unreduced()
+            grads = _gradients.reduce(list(grads), self)
         with _setting("reduced", True):
             result = original(self, grads, trainable_variables)
         _batch_layout.reset_after_update()
@@ -227,18 +213,40 @@ def _make_get_metrics_result(original):
 
 # ---- fit, evaluate: sharding scope, rank-0 output, broadcast, no XLA -----------------------------------
 
-# By class name, so that Keras 3's and tf_keras's (and subclasses of either) match.
-_RANK0_ONLY_CALLBACKS = ("ModelCheckpoint", "CSVLogger", "TensorBoard")
+# By class name, so that Keras 3's and tf_keras's (and subclasses of either) match. ModelCheckpoint runs
+# on every rank: its saves are collective writes from rank 0 (_file_patches.py).
+_RANK0_ONLY_CALLBACKS = ("CSVLogger", "TensorBoard")
 
 
-def _rank0_only(callback):
-    return any(c.__name__ in _RANK0_ONLY_CALLBACKS for c in type(callback).__mro__)
+def _is_a(callback, names):
+    return any(c.__name__ in names for c in type(callback).__mro__)
+
+
+def _rank0_files_done(example):
+    """A callback for every rank (of the framework of `example`, Keras 3's or
+    tf_keras's): fit returns once rank 0's CSVLogger and TensorBoard have
+    closed their files."""
+    base = next(c for c in type(example).__mro__ if c.__name__ == "Callback")
+
+    class Rank0FilesDone(base):
+        def on_train_end(self, logs=None):
+            _file_patches.rank0_done()
+    return Rank0FilesDone()
 
 
 def _for_this_rank(callbacks):
-    if not isinstance(callbacks, (list, tuple)) or _runtime.rank() == 0:
+    if not isinstance(callbacks, (list, tuple)):
         return callbacks  # None, or a CallbackList fit hands to its own evaluate
-    return [c for c in callbacks if not _rank0_only(c)]
+    callbacks = list(callbacks)
+    rank0_only = [c for c in callbacks if _is_a(c, _RANK0_ONLY_CALLBACKS)]
+    if rank0_only and _runtime.size() > 1:
+        callbacks.append(_rank0_files_done(rank0_only[0]))
+    if _runtime.rank() == 0:
+        return callbacks
+    for c in callbacks:
+        if _is_a(c, ("ModelCheckpoint",)):
+            c.verbose = 0  # its messages ("saving model to ...") come from rank 0
+    return [c for c in callbacks if not _is_a(c, _RANK0_ONLY_CALLBACKS)]
 
 
 def _model_has_strategy(model):
@@ -358,14 +366,6 @@ def _make_compile(original):
     return compile
 
 
-def _make_save(original):
-    def save(self, *args, **kwargs):
-        if _runtime.rank() == 0:
-            return original(self, *args, **kwargs)
-        return None
-    return save
-
-
 def apply_all():
     from keras.src.backend.tensorflow import trainer as tf_trainer
     from keras.src.optimizers import base_optimizer, loss_scale_optimizer
@@ -386,10 +386,12 @@ def apply_all():
     _patch(data_adapters, "get_data_adapter", _make_get_data_adapter)
     _patch(base_trainer.Trainer, "get_metrics_result", _make_get_metrics_result)
     _patch(base_trainer.Trainer, "compile", _make_compile)
-    for writer in ("save", "save_weights", "export"):
-        _patch(keras.Model, writer, _make_save)
+    _file_patches.apply_all(_patch)
     _loop_iterator.apply_all(_patch)
     _layer_patches.apply_all(_patch)
+    _loss_patches.apply_all(_patch)
+    from . import _half_gradients
+    _half_gradients.apply_all()
     _metric_patches.apply_all(_patch)
     from . import _tf1_patches
     _tf1_patches.apply_all(_patch)

@@ -6,7 +6,7 @@ global batch when each rank holds a slice of it (MATEX_ENABLE=1, 2+ ranks).
   it), from per-channel sums added across ranks. Their gradient flows back
   through the same sums: rank r receives the sum over ranks s of n_s * g_s,
   divided by its own n_r, because the optimizer then weights rank r's
-  gradient by n_r (see _keras_patches._reduce_gradients). A rank with an empty
+  gradient by n_r (see _gradients.py). A rank with an empty
   slice gets the global moments, not NaN. Cost per layer and step: two
   grouped allreduces of one value per channel forward, two backward.
 - Dropout: its mask is drawn for the whole global batch like every random

@@ -73,6 +73,45 @@ def _rows_of(layout, dtype):
     return (tf.cast(layout.local, dtype), tf.cast(layout.total, dtype), tf.cast(layout.offset, dtype))
 
 
+def _concatenated_blocks(shape):
+    """In a traced step, the tensors that a draw's shape comes from when it is
+    the shape of their concatenation along the first axis, or []: labels =
+    concat([ones([n, 1]), zeros([n, 1])]) drawn for with tf.shape(labels)
+    or keras.ops.shape(labels) (a GAN's label noise, in keras-io's DCGAN)."""
+    if tf.executing_eagerly():
+        return []
+    source = None
+    if shape.op.type == "Shape":
+        source = shape.op.inputs[0]
+    elif shape.op.type == "Pack" and shape.op.inputs:
+        first = shape.op.inputs[0]
+        if first.op.type == "StridedSlice" and first.op.inputs[0].op.type == "Shape":
+            begin = tensor_util.constant_value(first.op.inputs[1])
+            if begin is not None and list(begin) == [0]:
+                source = first.op.inputs[0].op.inputs[0]
+    while source is not None and source.op.type == "Identity":
+        source = source.op.inputs[0]
+    if source is None or source.op.type != "ConcatV2":
+        return []
+    axis = tensor_util.constant_value(source.op.inputs[-1])
+    return list(source.op.inputs[:-1]) if axis is not None and int(axis) == 0 else []
+
+
+def _rows_to_keep(blocks, rows, local, total, offset):
+    """Which rows of the drawn tensor this rank keeps: each block's rows of
+    the global batch when every block has the rank's row count (the draw was
+    made for k * total rows), else rows [offset, offset + rows) when the
+    first dimension is the rank's, else the first `rows`."""
+    index = tf.range(rows)
+    mine = tf.equal(rows, local)
+    blocked = tf.reduce_all(tf.stack([tf.equal(tf.shape(b, out_type=rows.dtype)[0], local) for b in blocks]))
+    per_block = tf.maximum(local, 1)
+    in_blocks = index // per_block * total + offset + index % per_block
+    keep = tf.where(blocked, in_blocks, tf.where(mine, index + offset, index))
+    drawn_rows = tf.where(blocked, total * len(blocks), tf.where(mine, total, rows))
+    return keep, drawn_rows
+
+
 def _make_shape_arg(position):
     """A make() for a kernel whose argument `position` is the output shape."""
     def make(original):
@@ -85,12 +124,18 @@ def _make_shape_arg(position):
                 return original(*args, **kwargs)
             local, total, offset = _rows_of(layout, shape.dtype)
             rows = shape[0]
-            mine = tf.equal(rows, local)
-            # One kernel either way: the global rows and my offset when the first dimension is my slice's.
-            drawn_shape = tf.concat([tf.reshape(tf.where(mine, total, rows), [1]), shape[1:]], 0)
-            drawn = original(*args[:position], drawn_shape, *args[position + 1:], **kwargs)
-            start = tf.where(mine, offset, tf.zeros_like(offset))
-            out = drawn[start:start + rows]
+            blocks = _concatenated_blocks(shape)
+            if blocks:
+                keep, drawn_rows = _rows_to_keep(blocks, rows, local, total, offset)
+                drawn_shape = tf.concat([tf.reshape(drawn_rows, [1]), shape[1:]], 0)
+                out = tf.gather(original(*args[:position], drawn_shape, *args[position + 1:], **kwargs), keep)
+            else:
+                mine = tf.equal(rows, local)
+                # One kernel either way: the global rows and my offset when the first dimension is my slice's.
+                drawn_shape = tf.concat([tf.reshape(tf.where(mine, total, rows), [1]), shape[1:]], 0)
+                drawn = original(*args[:position], drawn_shape, *args[position + 1:], **kwargs)
+                start = tf.where(mine, offset, tf.zeros_like(offset))
+                out = drawn[start:start + rows]
             if not tf.executing_eagerly():
                 out.set_shape(tensor_util.constant_value_as_shape(shape))  # the static shape of the plain draw
             return out

@@ -115,13 +115,27 @@ def is_initialized():
 
 
 def rank():
+    """This rank's number. A process that no MPI launcher started (the
+    plain script) is rank 0 of 1 without matex.init(), so that a script's
+    own `if matex.rank() == 0:` runs there too; a process a launcher started
+    must call matex.init() (or run with MATEX_ENABLE=1) first."""
+    if not _started and not _launched():
+        return 0
     _require_started()
     return _native.matex_tf_rank()
 
 
 def size():
+    """The number of ranks; 1 in a process that no MPI launcher started (see rank)."""
+    if not _started and not _launched():
+        return 1
     _require_started()
     return _native.matex_tf_size()
+
+
+def _launched():
+    """Whether an MPI launcher started this process (Open MPI, Hydra/MPICH, PMI-2 or PMIx: srun too)."""
+    return any(name in os.environ for name in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"))
 
 
 def xla_lowers_collectives():

@@ -9,9 +9,9 @@ after activation):
   the gradients are reduced across ranks before clipping, weight decay and
   loss-scale checks; the verify log records the updated variables;
 - Model.fit / evaluate: the ranks' arrays are compared (_same_data.py),
-  progress output on rank 0 only, and ModelCheckpoint,
-  CSVLogger and TensorBoard kept to rank 0; Model.save and save_weights on
-  rank 0 only.
+  progress output on rank 0 only, and CSVLogger and TensorBoard kept to
+  rank 0; Model.save and save_weights (ModelCheckpoint's too) write from
+  rank 0, whole, and return once the file is complete (_file_patches.py).
 
 tf_keras's fit is not sharded: every rank trains on the whole global batch,
 so the result is exactly one process's (BatchNormalization and Dropout
@@ -21,7 +21,7 @@ supported path for data-parallel speed.
 import sys
 import warnings
 
-from . import _import_hook, _runtime, _same_data, _variable_sync
+from . import _file_patches, _gradients, _import_hook, _runtime, _same_data, _variable_sync
 
 _warned = [False]
 
@@ -38,7 +38,7 @@ def _make_apply_gradients(original):
         # Dropout do not see the global batch, so its custom loops keep whole batches on every rank.
         if _runtime.size() > 1:
             _variable_sync.sync_before_first_apply(self, variables)
-            grads = k3._reduce_gradients(grads)
+            grads = _gradients.reduce(grads)
         with k3._setting("reduced", True):
             return original(self, list(zip(grads, variables)), *args, **kwargs)
     return apply_gradients
@@ -87,8 +87,7 @@ def apply_all(patch):
     patch(tf_keras.Model, "fit", _make_fit_or_evaluate)
     patch(tf_keras.Model, "evaluate", _make_fit_or_evaluate)
     patch(tf_keras.Model, "make_train_function", _make_make_train_function)
-    for writer in ("save", "save_weights"):
-        patch(tf_keras.Model, writer, k3._make_save)
+    _file_patches.apply_tf_keras(patch)
 
 
 def apply_when_imported(patch):
