@@ -2,11 +2,14 @@
 a train_step of the script's own that draws latent vectors for the batch with
 a SeedGenerator, concatenates generated and real images, adds label noise
 drawn for the concatenated labels (keras.random.uniform(ops.shape(labels))),
-and updates two optimizers, with Mean trackers for both losses.
+and updates two optimizers, with Mean trackers for both losses. The
+discriminator runs in training mode on the concatenated images, so its
+Dropout draws a mask for rows that hold both halves.
 
 Under MATEX_ENABLE=1 every rank must draw the numbers one process draws for
-its rows, also for the concatenated labels (each half of the global draw),
-and both updates must follow one process's."""
+its rows, also for the concatenated labels and the Dropout after the
+discriminator's layers (each half of the global draw), and both updates
+must follow one process's."""
 import numpy as np
 import tensorflow as tf
 import keras
@@ -48,7 +51,7 @@ class GAN(keras.Model):
         labels = ops.concatenate([ops.ones((batch_size, 1)), ops.zeros((batch_size, 1))], axis=0)
         labels += 0.05 * keras.random.uniform(ops.shape(labels), seed=self.seed_generator)
         with tf.GradientTape() as tape:
-            predictions = self.discriminator(combined_images)
+            predictions = self.discriminator(combined_images, training=True)
             d_loss = self.loss_fn(labels, predictions)
         grads = tape.gradient(d_loss, self.discriminator.trainable_weights)
         self.d_optimizer.apply_gradients(zip(grads, self.discriminator.trainable_weights))

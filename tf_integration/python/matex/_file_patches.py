@@ -15,16 +15,27 @@ script's own open()) sees the whole file on every rank.
   allreduce: the ranks return together, and raise together when rank 0's
   write failed.
 - Whole: Keras' formats and SavedModels are written into a hidden staging
-  folder beside the target (.NAME.matex-partial-XXXX) and moved into place
-  once complete, so a rank 0 killed mid-save leaves no partial file under
-  the final name (a later save of the same name removes the stale folder).
-  TensorFlow's checkpoints need no staging: TensorFlow writes each file under
-  a temporary name and renames it.
+  folder beside the target (.NAME.matex-partial-XXXX, its missing parent
+  folders created first) and moved into place once complete, each file by
+  one rename, so a rank 0 killed mid-save leaves no partial file under a
+  final name (a later save of the same name removes the stale folder). A
+  SavedModel written into an existing folder moves in file by file; other
+  files there stay, as with a plain write. TensorFlow's checkpoints need no
+  staging: TensorFlow writes each file under a temporary name and renames it.
+  Async checkpoints are written synchronously (a background thread's write
+  would meet its agreement on one rank only).
 - Callbacks: ModelCheckpoint runs on every rank (its saves are writers
   above; only rank 0 prints and creates folders). CSVLogger and TensorBoard
-  run on rank 0 only; fit ends with the ranks agreeing once rank 0 has closed
-  their files. tf.summary.create_file_writer gives the other ranks a writer
-  that writes nothing, so an event file holds one copy of each summary.
+  (and their subclasses) run on rank 0 only, where a writer they call
+  writes without an agreement; fit ends with the ranks agreeing once rank 0
+  has closed their files. tf.summary.create_file_writer gives the other
+  ranks a writer that writes nothing, so an event file holds one copy of
+  each summary. keras.utils.get_file: rank 0 downloads and extracts, the
+  others then take the cached file as it is.
+
+These writers are collective: every rank must call them, as the unmodified
+script does. A save that the script itself guards with `if rank == 0` waits
+for the other ranks (MATEX_STALL_WARNING_SECONDS warns about it).
 
 Not covered: the script's own open(), np.save, pickle and other writers that
 matex cannot see: every rank writes them (write them on rank 0 only:
@@ -35,21 +46,34 @@ a node-local disk that other nodes read (rank 0 writes on its own node).
 import itertools
 import os
 import shutil
-import sys
 import tempfile
 
 import tensorflow as tf
 
 from . import _collectives, _runtime, _scope
+from ._patching import patch_everywhere, rebind
 
 _STAGING = ".matex-partial-"
 _agreements = itertools.count()
 
 
-def _agree(failed):
-    """The ranks' agreement after a write: 1 when rank 0's write failed."""
-    status = tf.constant([1 if failed else 0], tf.int32)
-    return int(_collectives.allreduce(status, op="max", name=f"matex.files.{next(_agreements)}").numpy()[0])
+def _agree(values):
+    """One small allreduce (max) of int64 values, named by the ranks' count
+    of agreements so far: the same sequence on every rank."""
+    summed = _collectives.allreduce(tf.constant(values, tf.int64), op="max",
+                                    name=f"matex.files.{next(_agreements)}")
+    return [int(v) for v in summed.numpy()]
+
+
+def _same_path_everywhere(path):
+    """Whether every rank names the same file (one agreement on a hash of
+    its absolute path): a script that names files by rank (a checkpoint of
+    each rank's own iterator) writes each rank's own."""
+    import zlib
+    text = os.path.abspath(_prefix_text(path)) if isinstance(path, (str, os.PathLike, tf.Tensor)) else repr(path)
+    digest = zlib.crc32(text.encode())
+    high, negated_low = _agree([digest, -digest])
+    return high == -negated_low
 
 
 def _shared():
@@ -61,30 +85,56 @@ def _shared():
 def rank0_writes(what, path, write, staged=True, elsewhere=lambda: None):
     """write(p) on rank 0 only, p being `path` or, if staged, its stand-in in
     a staging folder, moved into place when complete; the ranks then agree.
-    Returns write's result on rank 0 and elsewhere() on the other ranks."""
+    Returns write's result on rank 0 and elsewhere() on the other ranks.
+    Where the ranks name different files, each writes its own."""
     if _scope.flag("writing") or _runtime.size() == 1:  # nested in rank 0's write, or one rank
         return _staged_write(path, write) if staged else write(path)
     if not tf.executing_eagerly():
         return write(path)  # inside a traced function: left as it is
-    if _runtime.rank() != 0:
-        if _agree(False):
-            raise RuntimeError(f"matex: rank 0 could not write {what} '{os.fspath(path)}' (its error is in rank 0's "
-                               "output); the other ranks stop with it")
-        return elsewhere()
-    try:
+    same_file = _same_path_everywhere(path)  # an agreement every rank makes
+    writes_here = _runtime.rank() == 0 or not same_file
+    result = None
+    if writes_here:
+        try:
+            with _scope.setting("writing", True):
+                result = _staged_write(path, write) if staged else write(path)
+        except BaseException:
+            _agree([1, _runtime.rank()])  # the same agreement as below, on the ranks that wrote well
+            raise
+    failed_somewhere, failed_rank = _agree([0, -1])
+    if failed_somewhere:
+        raise RuntimeError(f"matex: rank {failed_rank} could not write {what} '{os.fspath(path)}' (its error is in "
+                           f"its output); the other ranks stop with it")
+    return result if writes_here else elsewhere()
+
+
+def alone_on_rank0(callback):
+    """A callback that runs on rank 0 only (CSVLogger, TensorBoard, and
+    subclasses): what it writes through the writers above (TensorBoard's
+    embeddings save weights) is rank 0's alone, with no agreement the other
+    ranks would never join. fit's Rank0FilesDone makes them wait for it."""
+    import functools
+    if getattr(callback, "_matex_alone", False):
+        return callback
+    for name in dir(type(callback)):
+        method = getattr(callback, name, None)
+        if callable(method) and (name.startswith("on_") or name == "set_model"):
+            setattr(callback, name, functools.wraps(method)(_writing_alone(method)))
+    callback._matex_alone = True
+    return callback
+
+
+def _writing_alone(method):
+    def call(*args, **kwargs):
         with _scope.setting("writing", True):
-            result = _staged_write(path, write) if staged else write(path)
-    except BaseException:
-        _agree(True)
-        raise
-    _agree(False)
-    return result
+            return method(*args, **kwargs)
+    return call
 
 
 def rank0_done():
     """All ranks return once rank 0 has finished what it wrote alone."""
     if _shared():
-        _agree(False)
+        _agree([0])
 
 
 # ---- staging --------------------------------------------------------------------------------------
@@ -96,30 +146,49 @@ def _stageable(path):
 def _staged_write(path, write):
     if not _stageable(path):
         return write(path)
-    target = os.path.abspath(os.fspath(path))
+    target = os.path.realpath(os.fspath(path))  # through a link, as a plain write goes
     parent, name = os.path.split(target)
+    created = _make_parents(parent)
     staging = tempfile.mkdtemp(prefix=f".{name}{_STAGING}", dir=parent)
     try:
         result = write(os.path.join(staging, name))
         for entry in sorted(os.listdir(staging)):
             _move_into_place(os.path.join(staging, entry), os.path.join(parent, entry))
-    finally:
+    except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        for folder in reversed(created):  # as the plain write left them: not there
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    shutil.rmtree(staging, ignore_errors=True)
     _remove_stale_staging(parent, name)
     return result
 
 
+def _make_parents(folder):
+    """The folders up to `folder` that do not exist yet, created (the
+    staging folder goes beside the target); returned to remove them if the
+    write fails, since a plain write that fails would not leave them."""
+    missing = []
+    while folder and not os.path.exists(folder):
+        missing.append(folder)
+        folder = os.path.dirname(folder)
+    for created in reversed(missing):
+        os.mkdir(created)
+    return list(reversed(missing))
+
+
 def _move_into_place(source, destination):
-    """A rename: the destination is the old file or folder until the new one
-    replaces it whole (a folder: the old one is renamed away first)."""
-    if os.path.isdir(destination) and not os.path.islink(destination):
-        old = tempfile.mkdtemp(prefix=f".{os.path.basename(destination)}.matex-old-",
-                               dir=os.path.dirname(destination))
-        os.replace(destination, os.path.join(old, "old"))
-        os.replace(source, destination)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(source, destination)
+    """Each file by one rename, so the destination holds the old file or the
+    whole new one. A folder moves whole where none is; into an existing one
+    its files move one by one, and other files there stay (a SavedModel
+    written into a folder of the user's)."""
+    if os.path.isdir(source) and os.path.isdir(destination):
+        for entry in sorted(os.listdir(source)):
+            _move_into_place(os.path.join(source, entry), os.path.join(destination, entry))
+        return
+    if os.path.isdir(destination):  # a file where a folder was: what the plain write would refuse
+        raise IsADirectoryError(f"cannot replace the folder {destination} with a file")
+    os.replace(source, destination)
 
 
 def _remove_stale_staging(parent, name):
@@ -154,7 +223,9 @@ def _make_save_weights(original):
 
 def _make_export(original):
     def export(self, filepath, *args, **kwargs):
-        return rank0_writes("the exported model", filepath, lambda p: original(self, p, *args, **kwargs))
+        # Not staged here: tf.saved_model.save inside stages the SavedModel, and Keras names the real path.
+        return rank0_writes("the exported model", filepath, lambda p: original(self, p, *args, **kwargs),
+                            staged=False)
     return export
 
 
@@ -165,19 +236,36 @@ def _make_backup(original):
 
 
 def _make_get_file(original):
+    import inspect
+    signature = inspect.signature(original)
+
     def get_file(*args, **kwargs):
         if not _shared():
             return original(*args, **kwargs)
-        # Rank 0 downloads (and extracts); the others then find the file in the cache.
-        name = kwargs.get("fname") or (args[0] if args and args[0] else kwargs.get("origin", "a file"))
+        # Rank 0 downloads and extracts; the others then take the file from the cache as it is.
+        bound = signature.bind(*args, **kwargs)
+        name = bound.arguments.get("fname") or bound.arguments.get("origin") or "a file"
         result = rank0_writes("the download", name, lambda _: original(*args, **kwargs), staged=False)
-        return result if _runtime.rank() == 0 else original(*args, **kwargs)
+        if _runtime.rank() == 0:
+            return result
+        bound.arguments["force_download"] = False
+        with _scope.setting("not_writer", True):  # no second extraction over the files rank 0 reads
+            return original(*bound.args, **bound.kwargs)
     return get_file
 
 
-def _make_not_off_rank0(original):
-    """A folder created for a write that rank 0 makes (ModelCheckpoint's):
-    created by rank 0 alone."""
+def _make_extract_archive(original):
+    def extract_archive(*args, **kwargs):
+        if _scope.flag("not_writer"):
+            return True  # rank 0 extracted it
+        return original(*args, **kwargs)
+    return extract_archive
+
+
+def _make_skipped_by_non_writers(original):
+    """A file operation that belongs to a write rank 0 makes (ModelCheckpoint's
+    folder, a CheckpointManager's state file and its sweep of old
+    checkpoints): skipped on the other ranks, which run the rest of the call."""
     def call(*args, **kwargs):
         if _scope.flag("not_writer"):
             return None
@@ -210,11 +298,10 @@ def _make_checkpoint_write(original):
     from tensorflow.python.checkpoint import checkpoint as checkpoint_module
 
     def _write(self, file_prefix, options=None):
+        options = _synchronous(options)
+
         def write(prefix):
-            result = original(self, prefix, options=options)
-            if options is not None and options.experimental_enable_async_checkpoint and hasattr(self, "sync"):
-                self.sync()  # the others return only once it is written
-            return result
+            return original(self, prefix, options=options)
 
         def elsewhere():
             prefix = _prefix_text(file_prefix)
@@ -224,6 +311,24 @@ def _make_checkpoint_write(original):
             return prefix
         return rank0_writes("the checkpoint", file_prefix, write, staged=False, elsewhere=elsewhere)
     return _write
+
+
+def _synchronous(options):
+    """Checkpoint options without async writing (2+ ranks): the ranks return
+    once the file is complete, and a background thread's write would meet
+    its agreement on one rank only."""
+    if _runtime.size() == 1 or options is None or not options.experimental_enable_async_checkpoint:
+        return options
+    import copy
+    options = copy.copy(options)
+    options.experimental_enable_async_checkpoint = False
+    return options
+
+
+def _make_checkpoint_save(original):
+    def save(self, file_prefix, options=None):
+        return original(self, file_prefix, options=_synchronous(options))
+    return save
 
 
 def _make_saved_model_save(original):
@@ -243,10 +348,14 @@ def _make_create_file_writer(original):
 # ---- tf_keras -----------------------------------------------------------------------------------------
 
 def _make_tf_keras_writer(original):
+    import inspect
+    signature = inspect.signature(original)
     what = "the model" if original.__name__ == "save" else "the weights"
 
     def writer(self, filepath, *args, **kwargs):
-        return rank0_writes(what, filepath, lambda p: original(self, p, *args, **kwargs))
+        overwrite = signature.bind(self, filepath, *args, **kwargs).arguments.get("overwrite", True)
+        return rank0_writes(what, filepath, lambda p: original(self, p, *args, **kwargs),
+                            staged=not _keeps_prompt(filepath, overwrite))
     return writer
 
 
@@ -260,25 +369,6 @@ def apply_tf_keras(patch):
 
 # ---- applying -----------------------------------------------------------------------------------------
 
-def _rebind(replacements, roots=("keras", "tensorflow", "tf_keras")):
-    """Every name the frameworks bound at import to a replaced function
-    (keras.saving.save_model, tf.saved_model.save, ...) names its
-    replacement: {id(original): replacement}."""
-    for name, module in list(sys.modules.items()):
-        if module is None or name.split(".")[0] not in roots:
-            continue
-        for attribute, value in list(getattr(module, "__dict__", {}).items()):
-            replacement = replacements.get(id(value))
-            if replacement is not None and value is replacement.__wrapped__:
-                setattr(module, attribute, replacement)
-
-
-def _patch_everywhere(patch, owner, name, make, replacements):
-    patch(owner, name, make)
-    replacement = getattr(owner, name)
-    replacements[id(replacement.__wrapped__)] = replacement
-
-
 def apply_all(patch):
     import keras
     from keras.src.callbacks import backup_and_restore, model_checkpoint
@@ -291,18 +381,20 @@ def apply_all(patch):
     from tensorflow.python.saved_model import save as saved_model_save
 
     replaced = {}
-    _patch_everywhere(patch, saving_api, "save_model", _make_save_model, replaced)
-    _patch_everywhere(patch, saving_api, "save_weights", _make_save_weights, replaced)
+    patch_everywhere(patch, saving_api, "save_model", _make_save_model, replaced)
+    patch_everywhere(patch, saving_api, "save_weights", _make_save_weights, replaced)
     patch(keras.Model, "export", _make_export)
     patch(backup_and_restore.BackupAndRestore, "_save_model", _make_backup)
     patch(backup_and_restore.BackupAndRestore, "on_train_end", _make_backup)
-    _patch_everywhere(patch, file_utils, "get_file", _make_get_file, replaced)
+    patch_everywhere(patch, file_utils, "get_file", _make_get_file, replaced)
+    patch_everywhere(patch, file_utils, "extract_archive", _make_extract_archive, replaced)
     patch(model_checkpoint.ModelCheckpoint, "_save_model", _make_model_checkpoint_save)
-    _patch_everywhere(patch, file_utils, "makedirs", _make_not_off_rank0, replaced)
-    _patch_everywhere(patch, file_io, "recursive_create_dir_v2", _make_not_off_rank0, replaced)
+    patch_everywhere(patch, file_utils, "makedirs", _make_skipped_by_non_writers, replaced)
+    patch_everywhere(patch, file_io, "recursive_create_dir_v2", _make_skipped_by_non_writers, replaced)
     patch(checkpoint_module.Checkpoint, "_write", _make_checkpoint_write)
+    patch(checkpoint_module.Checkpoint, "save", _make_checkpoint_save)
     for helper in ("update_checkpoint_state_internal", "_delete_file_if_exists"):
-        _patch_everywhere(patch, checkpoint_management, helper, _make_not_off_rank0, replaced)
-    _patch_everywhere(patch, saved_model_save, "save", _make_saved_model_save, replaced)
-    _patch_everywhere(patch, summary_ops_v2, "create_file_writer_v2", _make_create_file_writer, replaced)
-    _rebind(replaced)
+        patch_everywhere(patch, checkpoint_management, helper, _make_skipped_by_non_writers, replaced)
+    patch_everywhere(patch, saved_model_save, "save", _make_saved_model_save, replaced)
+    patch_everywhere(patch, summary_ops_v2, "create_file_writer_v2", _make_create_file_writer, replaced)
+    rebind(replaced)

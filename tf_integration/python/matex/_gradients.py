@@ -25,30 +25,44 @@ dense sum, or slices in other groups, would change its second moment.
 - Indices that do not (positions 0..L-1, one lookup for the whole batch):
   every rank holds the same indices, each slice a sum over its rows; the
   values are reduced like a dense gradient.
-Which of the two is read from the traced step's graph: the indices' inputs,
-leaving out shape-only ones, reach the step's data arguments or not. Eagerly
-there is no graph: the slices are gathered. With copies > 1 the local slices
-are kept. In a step that XLA compiles with whole batches (fit,
-jit_compile=True) they are made dense, as before: an XLA allgather needs the
-same rows on every rank.
+Which of the two is read from the traced step's graph: the indices are
+shared when everything they are computed from is a constant, a variable's
+value or a shape. Eagerly there is no graph: the slices are gathered. With
+copies > 1 the local slices are kept. In a step that XLA compiles they are
+made dense, as before: an XLA allgather needs the same rows on every rank.
 """
 import weakref
 
 import tensorflow as tf
 
-from . import _batch_layout, _collectives, _half_gradients, _scope
+from . import _batch_layout, _collectives, _half_gradients
 
 # optimizer -> the graphs (None: eagerly) whose loss it scaled to the rank's contribution
 _contributions = weakref.WeakKeyDictionary()
 
 
-def _graph():
+def current_graph():
+    """The graph ops go to now, or None eagerly."""
     return None if tf.executing_eagerly() else tf.compat.v1.get_default_graph()
+
+
+def _graph_chain():
+    graph = current_graph()
+    while graph is not None:
+        yield graph
+        graph = getattr(graph, "outer_graph", None)
 
 
 def note_contribution(optimizer):
     """optimizer.scale_loss made this step's loss the rank's contribution."""
-    _contributions.setdefault(optimizer, set()).add(_graph())
+    _contributions.setdefault(optimizer, set()).add(current_graph())
+
+
+def contribution_in_step():
+    """Whether some optimizer scaled this step's loss to the rank's
+    contribution (BatchNormalization's backward pass asks, before the update)."""
+    chain = set(_graph_chain()) or {None}
+    return any(graphs & chain for graphs in list(_contributions.values()))
 
 
 def _take_contribution(optimizer):
@@ -57,16 +71,11 @@ def _take_contribution(optimizer):
     graphs = _contributions.get(optimizer)
     if not graphs:
         return False
-    graph = _graph()
-    if graph is None:
+    if current_graph() is None:
         found = None in graphs
         graphs.discard(None)
         return found
-    while graph is not None:
-        if graph in graphs:
-            return True
-        graph = getattr(graph, "outer_graph", None)
-    return False
+    return any(graph in graphs for graph in _graph_chain())
 
 
 def _is_one(value):
@@ -80,22 +89,13 @@ def reduce(grads, optimizer=None):
         return list(grads)
     layout = _batch_layout.of_last_step()
     contribution = optimizer is not None and _take_contribution(optimizer)
-    sparse_ok = not _scope.flag("whole_batches")
-    sparse = [i for i in present if sparse_ok and isinstance(grads[i], tf.IndexedSlices)
-              and _indices_from_batch(grads[i].indices)]
-    shared = [i for i in present if sparse_ok and isinstance(grads[i], tf.IndexedSlices) and i not in sparse]
-    dense = [i for i in present if i not in sparse and i not in shared]
+    slices = [i for i in present if isinstance(grads[i], tf.IndexedSlices) and not _in_xla()]
+    sparse = [i for i in slices if _indices_from_batch(grads[i].indices)]
+    shared = [i for i in slices if i not in sparse]
+    dense = [i for i in present if i not in slices]
     out = list(grads)
-    if layout is None:  # one rank
-        return out
-    n = tf.cast(layout.local, tf.float32)
     copies = layout.copies
-    weight = n
-    if contribution:
-        # Contributions add up where the batch is sliced (an empty slice adds nothing); where every rank
-        # holds the whole batch (copies > 1) the loss was not scaled, and the copies are averaged.
-        contributes = tf.minimum(n, 1.0)
-        weight = contributes if _is_one(copies) else tf.where(tf.equal(copies, 1), contributes, n)
+    weight = rank_weight(layout, contribution)
     reduced = dense + shared
     weighted = [tf.math.multiply_no_nan(_values(grads[i]), tf.cast(weight, grads[i].dtype)) for i in reduced]
     summed = _collectives.allreduce(weighted + [tf.reshape(weight, [1])], op="sum")
@@ -108,6 +108,25 @@ def reduce(grads, optimizer=None):
     for i in sparse:
         out[i] = _gathered(grads[i], weight, total, copies)
     return out
+
+
+def rank_weight(layout, contribution):
+    """A rank's weight in the reduction: its rows n_r (a mean over them); for
+    a contribution 1 where the batch is sliced (0 for an empty slice, which
+    adds nothing) and n_r where every rank holds the whole batch (copies >
+    1: the loss was not scaled, the copies are averaged)."""
+    n = tf.cast(layout.local, tf.float32)
+    if not contribution:
+        return n
+    contributes = tf.minimum(n, 1.0)
+    return contributes if _is_one(layout.copies) else tf.where(tf.equal(layout.copies, 1), contributes, n)
+
+
+def _in_xla():
+    """In a step XLA compiles, where an allgather needs the same rows on every rank."""
+    from tensorflow.python.ops import control_flow_util
+    graph = current_graph()
+    return graph is not None and control_flow_util.GraphOrParentsInXlaContext(graph)
 
 
 def _values(grad):
@@ -125,14 +144,20 @@ def _with_values(slices, values, copies):
     return tf.IndexedSlices(values, slices.indices, slices.dense_shape)
 
 
+# Ops whose output does not depend on the data: where indices come only from them (and shapes), every
+# rank holds the same ones.
+_DATA_FREE = ("Const", "VarHandleOp", "ReadVariableOp", "Shape", "ShapeN", "Size", "Rank")
+
+
 def _indices_from_batch(indices):
-    """Whether sparse indices depend on the values of the step's data: some
-    input of theirs, not reached through a shape, is a placeholder of the
-    traced function that is neither a variable's handle nor a captured
-    value. Eagerly: assumed."""
+    """Whether sparse indices may depend on the step's data (token ids from
+    the batch, from an iterator read in the step): yes unless every input
+    they are computed from is a constant, a variable's value or a shape
+    (positions 0..L-1 from tf.range). Eagerly: assumed. Gathering is right
+    either way for the sum; only the slices Adam sees differ for shared
+    indices."""
     if tf.executing_eagerly() or not hasattr(indices, "op"):
         return True
-    captured = {t.ref() for t in getattr(indices.graph, "internal_captures", [])}
     seen, pending = set(), [indices]
     while pending:
         tensor = pending.pop()
@@ -140,10 +165,10 @@ def _indices_from_batch(indices):
             continue
         seen.add(tensor.ref())
         op = tensor.op
-        if op.type in ("Shape", "ShapeN", "Size", "Rank"):
+        if op.type in _DATA_FREE:
             continue
-        if op.type == "Placeholder" and tensor.dtype != tf.resource and tensor.ref() not in captured:
-            return True
+        if not op.inputs or any(t.dtype == tf.resource for t in op.inputs):
+            return True  # the step's data, an iterator's next element, a captured value: not provably shared
         pending.extend(op.inputs)
     return False
 

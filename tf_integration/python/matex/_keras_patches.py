@@ -11,7 +11,7 @@
   pipeline's per-row maps where they are pure (_input_sharding.py); predict
   gathers every rank's outputs, in order; the metrics' results are computed
   from their states summed over ranks (exact for sums and counts); progress
-  output, ModelCheckpoint, CSVLogger and TensorBoard stay on rank 0; variables
+  output, CSVLogger and TensorBoard stay on rank 0; variables
   are broadcast from rank 0 before the first step. A step that XLA compiles
   (jit_compile=True) gets whole batches and cuts its slice inside the step;
   where XLA cannot compile matex's ops (a GPU), jit_compile is off.
@@ -242,6 +242,8 @@ def _for_this_rank(callbacks):
     if rank0_only and _runtime.size() > 1:
         callbacks.append(_rank0_files_done(rank0_only[0]))
     if _runtime.rank() == 0:
+        for c in rank0_only:
+            _file_patches.alone_on_rank0(c)
         return callbacks
     for c in callbacks:
         if _is_a(c, ("ModelCheckpoint",)):

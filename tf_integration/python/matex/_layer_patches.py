@@ -4,9 +4,9 @@ global batch when each rank holds a slice of it (MATEX_ENABLE=1, 2+ ranks).
 - BatchNormalization: the moments are those of the global batch, as one
   process computes them (mean first, then the mean squared difference from
   it), from per-channel sums added across ranks. Their gradient flows back
-  through the same sums: rank r receives the sum over ranks s of n_s * g_s,
-  divided by its own n_r, because the optimizer then weights rank r's
-  gradient by n_r (see _gradients.py). A rank with an empty
+  through the same sums: rank r receives the sum over ranks s of w_s * g_s,
+  divided by its own w_r, because the optimizer then weights rank r's
+  gradient by w_r (_gradients.rank_weight: n_r, or 1 under loss scaling). A rank with an empty
   slice gets the global moments, not NaN. Cost per layer and step: two
   grouped allreduces of one value per channel forward, two backward.
 - Dropout: its mask is drawn for the whole global batch like every random
@@ -18,24 +18,29 @@ Masked BatchNormalization (a `mask` argument) keeps its local moments.
 import keras
 import tensorflow as tf
 
-from . import _batch_layout, _collectives, _runtime, _scope
+from . import _batch_layout, _collectives, _gradients, _runtime, _scope
 
 
-def _local_weight(dtype):
+def _rank_weight(dtype):
+    """This rank's weight in the optimizer's reduction (_gradients.rank_weight):
+    its row count, or 1 where the step's loss was scaled to the rank's
+    contribution (loss scaling) and the ranks' gradients are summed. Read
+    when the backward pass runs, after the loss was scaled."""
     layout = _batch_layout.of_last_step()
-    return tf.cast(layout.local, dtype) if layout is not None else tf.constant(1, dtype)
+    if layout is None:
+        return tf.constant(1, dtype)
+    return tf.cast(_gradients.rank_weight(layout, _gradients.contribution_in_step()), dtype)
 
 
 def _sum_across_ranks(tensors):
     """Element-wise sums over ranks, differentiable for the weighted gradient
     described above."""
-    weight = _local_weight(tensors[0].dtype)
-
     @tf.custom_gradient
     def summed(*xs):
         ys = _collectives.allreduce(list(xs), op="sum")
 
         def gradient(*dys):
+            weight = _rank_weight(xs[0].dtype)
             dys = [tf.zeros_like(x) if d is None else d for d, x in zip(dys, xs)]
             sums = _collectives.allreduce([d * weight for d in dys], op="sum")
             return [tf.math.divide_no_nan(s, weight) for s in sums]

@@ -7,8 +7,8 @@ on a rank that holds a slice of the batch):
   the sum over ranks (one scalar allreduce) / B, the one-process figure on
   every rank; its gradient is B/n_r times the local one, which the weighted
   gradient reduction (_gradients.py) turns into one process's. Without a
-  global_batch_size one process divides by its batch's rows: the global rows
-  here. tf.nn.scale_regularization_loss needs nothing: every rank adds the
+  global_batch_size one process divides by its per-example losses' rows:
+  the sum of every rank's here (in the same allreduce). tf.nn.scale_regularization_loss needs nothing: every rank adds the
   same regularization gradient.
 - a Keras loss with reduction="sum": the same, its value the global sum.
 - a Keras loss with reduction=None returns per-example values that the
@@ -34,6 +34,7 @@ import weakref
 import tensorflow as tf
 
 from . import _batch_layout, _collectives, _gradients, _runtime, _scope
+from ._patching import patch_everywhere, rebind
 
 _warned = set()
 _lock = threading.Lock()
@@ -56,19 +57,25 @@ def _sliced_layout():
     return layout
 
 
-def _global_sum(local_sum, layout):
+def _global_sum(local_sum, layout, rows=None):
     """The sum over the global batch, on every rank, of a sum over this
-    rank's rows; its gradient B/n_r times the local one (weighted reduction)."""
+    rank's rows; its gradient B/n_r times the local one (weighted reduction).
+    With `rows`, also the sum over ranks of that count (in the same
+    allreduce). Where every rank holds the whole batch (copies > 1), the
+    local values, bit for bit."""
     dtype = local_sum.dtype
-    copies = tf.cast(layout.copies, dtype)
+    sliced = tf.equal(layout.copies, 1)
     factor = tf.math.divide_no_nan(tf.cast(layout.total, dtype), tf.cast(layout.local, dtype))
+    local = [local_sum] if rows is None else [local_sum, tf.cast(rows, dtype)]
 
     @tf.custom_gradient
-    def summed(x):
-        def gradient(upstream):
-            return upstream * factor
-        return _collectives.allreduce(x, op="sum") / copies, gradient
-    return summed(local_sum)
+    def summed(*xs):
+        def gradient(*upstream):
+            return [upstream[0] * factor] + [None] * (len(xs) - 1)
+        sums = _collectives.allreduce(list(xs), op="sum")
+        return [tf.where(sliced, s, x) for s, x in zip(sums, xs)], gradient
+    results = summed(*local)
+    return results[0] if rows is None else (results[0], results[1])
 
 
 def _make_compute_average_loss(original):
@@ -78,11 +85,13 @@ def _make_compute_average_loss(original):
             return original(per_example_loss, sample_weight=sample_weight, global_batch_size=global_batch_size)
         per_example_loss = tf.convert_to_tensor(per_example_loss)
         _forget_unreduced(per_example_loss)
-        if global_batch_size is None:
-            global_batch_size = layout.total  # one process divides by its (the global) batch's rows
         # The local sum: compute_average_loss over a "batch" of one row, with the same checks and weights.
         local_sum = original(per_example_loss, sample_weight=sample_weight, global_batch_size=1)
-        total = _global_sum(local_sum, layout)
+        if global_batch_size is None:
+            # One process divides by its per-example losses' rows: the sum of every rank's here.
+            total, global_batch_size = _global_sum(local_sum, layout, rows=tf.shape(per_example_loss)[0])
+        else:
+            total = _global_sum(local_sum, layout)
         return tf.math.divide_no_nan(total, tf.cast(global_batch_size, total.dtype))
     return compute_average_loss
 
@@ -103,19 +112,15 @@ def _make_loss_call(original):
     return call
 
 
-def _graph():
-    return None if tf.executing_eagerly() else tf.compat.v1.get_default_graph()
-
-
 def _note_unreduced(tensor, name):
-    graph = _graph()
+    graph = _gradients.current_graph()
     with _lock:
         table = _eager_unreduced if graph is None else _unreduced.setdefault(graph, {})
         table[tensor.ref()] = name
 
 
 def _forget_unreduced(tensor):
-    graph = _graph()
+    graph = _gradients.current_graph()
     with _lock:
         table = _eager_unreduced if graph is None else _unreduced.get(graph, {})
         table.pop(tensor.ref(), None)
@@ -129,7 +134,7 @@ def _sums(tensor):
 def check_unreduced():
     """Called by an optimizer update: warns once per loss whose per-example
     values this step reduced in a way matex cannot make exact."""
-    graph = _graph()
+    graph = _gradients.current_graph()
     with _lock:
         table = _eager_unreduced if graph is None else _unreduced.get(graph, {})
         pending = dict(table)
@@ -175,9 +180,6 @@ def apply_all(patch):
     patch(Loss, "__call__", _make_loss_call)
     patch(base_optimizer.BaseOptimizer, "scale_loss", _make_scale_loss)
     patch(loss_scale_optimizer.LossScaleOptimizer, "scale_loss", _make_scale_loss)
-    patch(nn_impl_distribute, "compute_average_loss", _make_compute_average_loss)
-    # The name the script calls: tf.nn's (and tf.compat.v2.nn's) reference to the same function.
-    replaced = nn_impl_distribute.compute_average_loss
-    for module in (tf.nn, tf.compat.v2.nn):
-        if getattr(module, "compute_average_loss", None) is replaced.__wrapped__:
-            setattr(module, "compute_average_loss", replaced)
+    replaced = {}  # tf.nn.compute_average_loss, the name the script calls, too
+    patch_everywhere(patch, nn_impl_distribute, "compute_average_loss", _make_compute_average_loss, replaced)
+    rebind(replaced)

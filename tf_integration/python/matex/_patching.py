@@ -1,6 +1,7 @@
 """Replacing a framework's function by a wrapper, once: patch(owner, name,
 make) sets owner.name = make(original). A missing target fails loudly with
 the installed versions, so matex never trains undistributed by accident."""
+import sys
 
 
 def target(owner, name):
@@ -57,3 +58,24 @@ def arguments_as_keywords(function, owner, args, kwargs):
     arguments.pop("self", None)
     arguments.update(arguments.pop("kwargs", {}))
     return arguments
+
+
+def rebind(replacements, roots=("keras", "tensorflow", "tf_keras")):
+    """Every name the frameworks bound at import to a replaced function
+    (keras.saving.save_model, tf.saved_model.save, tf.nn.compute_average_loss,
+    ...) names its replacement: {id(original): replacement}, as
+    patch_everywhere collects them."""
+    for name, module in list(sys.modules.items()):
+        if module is None or name.split(".")[0] not in roots:
+            continue
+        for attribute, value in list(getattr(module, "__dict__", {}).items()):
+            replacement = replacements.get(id(value))
+            if replacement is not None and value is replacement.__wrapped__:
+                setattr(module, attribute, replacement)
+
+
+def patch_everywhere(patch, owner, name, make, replacements):
+    """patch(owner, name, make), the replacement noted for rebind()."""
+    patch(owner, name, make)
+    replacement = getattr(owner, name)
+    replacements[id(replacement.__wrapped__)] = replacement

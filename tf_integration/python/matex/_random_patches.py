@@ -7,9 +7,12 @@ them: keras.random.* and Keras' SeedGenerator draws (stateless kernels),
 tf.random.* and tf.keras.backend.random_* (stateful kernels), tf.random.Generator, and the layers
 built on them (GaussianNoise, GaussianDropout, AlphaDropout, SpatialDropout,
 the random augmentation layers). A draw whose shape's first dimension is the
-rank's n rows draws [B, ...] instead and keeps rows [o, o + n); any other
-draw is left as it is, and is the same on every rank (the seeds agree,
-_seeding.py). One kernel either way: a stateful kernel's state advances by B
+rank's n rows draws [B, ...] instead and keeps rows [o, o + n); a draw for
+the shape of a concatenation of k such tensors (a GAN's labels for fake and
+real images) draws [k * B, ...] and keeps each block's rows; any other draw
+is left as it is, and is the same on every rank (the seeds agree,
+_seeding.py), with a warning when its row count is computed from a batch's
+size (2 * batch_size). One kernel either way: a stateful kernel's state advances by B
 rows per draw, as in one process, also in steps where every rank holds the
 whole batch (n = B, o = 0). Cost: every rank draws the global batch's numbers.
 
@@ -73,11 +76,35 @@ def _rows_of(layout, dtype):
     return (tf.cast(layout.local, dtype), tf.cast(layout.total, dtype), tf.cast(layout.offset, dtype))
 
 
+# Ops whose output has the rows of their first input (a layer applied to a concatenation keeps its blocks).
+_ROWWISE = ("Identity", "Cast", "Relu", "Relu6", "LeakyRelu", "Elu", "Selu", "Sigmoid", "Tanh", "Softplus",
+            "Softsign", "Softmax", "LogSoftmax", "Neg", "Square", "Sqrt", "Rsqrt", "Exp", "Log", "Abs", "BiasAdd",
+            "Conv2D", "Conv3D", "DepthwiseConv2dNative", "MaxPool", "AvgPool", "MaxPool3D", "AvgPool3D",
+            "FusedBatchNormV3", "AddV2", "Add", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "SelectV2")
+
+
+def _keeps_rows(op):
+    """Whether op's first output has the rows of its first input."""
+    if op.type in _ROWWISE:
+        return op.outputs[0].shape.rank is not None and op.inputs[0].shape.rank == op.outputs[0].shape.rank
+    if op.type == "MatMul":
+        return not op.get_attr("transpose_a")
+    if op.type == "Reshape":  # Flatten: reshape(x, [shape(x)[0], -1]) or [-1, k]
+        first = op.inputs[1].op.inputs[0] if op.inputs[1].op.type == "Pack" else None
+        constant = tensor_util.constant_value(op.inputs[1])
+        return ((constant is not None and len(constant) > 1 and constant[0] == -1)
+                or (first is not None and first.op.type == "StridedSlice" and first.op.inputs[0].op.type == "Shape"
+                    and first.op.inputs[0].op.inputs[0] is op.inputs[0]))
+    return False
+
+
 def _concatenated_blocks(shape):
     """In a traced step, the tensors that a draw's shape comes from when it is
-    the shape of their concatenation along the first axis, or []: labels =
-    concat([ones([n, 1]), zeros([n, 1])]) drawn for with tf.shape(labels)
-    or keras.ops.shape(labels) (a GAN's label noise, in keras-io's DCGAN)."""
+    the shape of their concatenation along the first axis, or of what layers
+    made of it row by row, or []: labels = concat([ones([n, 1]), zeros([n,
+    1])]) drawn for with tf.shape(labels) or keras.ops.shape(labels) (a GAN's
+    label noise, in keras-io's DCGAN); a Dropout after a discriminator's
+    layers on the concatenated fake and real images."""
     if tf.executing_eagerly():
         return []
     source = None
@@ -89,12 +116,35 @@ def _concatenated_blocks(shape):
             begin = tensor_util.constant_value(first.op.inputs[1])
             if begin is not None and list(begin) == [0]:
                 source = first.op.inputs[0].op.inputs[0]
-    while source is not None and source.op.type == "Identity":
+    for _ in range(64):  # through the layers, row by row
+        if source is None or not source.op.inputs or not _keeps_rows(source.op):
+            break
         source = source.op.inputs[0]
     if source is None or source.op.type != "ConcatV2":
         return []
     axis = tensor_util.constant_value(source.op.inputs[-1])
     return list(source.op.inputs[:-1]) if axis is not None and int(axis) == 0 else []
+
+
+_ARITHMETIC = ("Mul", "AddV2", "Add", "Sub", "FloorDiv", "RealDiv", "TruncateDiv", "Maximum", "Minimum")
+
+
+def _size_from_batch_arithmetic(shape):
+    """In a traced step, whether the draw's first dimension is computed from a
+    tensor's size (2 * batch_size, say): its rows may stand for the batch's,
+    but matex cannot tell which of them are this rank's."""
+    if tf.executing_eagerly() or shape.op.type != "Pack" or not shape.op.inputs:
+        return False
+    first = shape.op.inputs[0]
+    if first.op.type not in _ARITHMETIC:
+        return False
+    pending, seen = list(first.op.inputs), 0
+    while pending and seen < 16:
+        tensor, seen = pending.pop(), seen + 1
+        if tensor.op.type in ("Shape", "Size"):
+            return True
+        pending.extend(tensor.op.inputs)
+    return False
 
 
 def _rows_to_keep(blocks, rows, local, total, offset):
@@ -130,6 +180,13 @@ def _make_shape_arg(position):
                 drawn_shape = tf.concat([tf.reshape(drawn_rows, [1]), shape[1:]], 0)
                 out = tf.gather(original(*args[:position], drawn_shape, *args[position + 1:], **kwargs), keep)
             else:
+                name = getattr(original, "__name__", "random")
+                if name not in _warned and _size_from_batch_arithmetic(shape):
+                    _warned.add(name)
+                    warnings.warn(f"matex: the random op {name} draws a number of rows computed from a batch's "
+                                  "size; matex cannot tell which of them belong to this rank's slice, so its "
+                                  "numbers differ from one process's (draw with the shape of the batch, or of a "
+                                  "concatenation of batch-sized tensors, to make it exact)")
                 mine = tf.equal(rows, local)
                 # One kernel either way: the global rows and my offset when the first dimension is my slice's.
                 drawn_shape = tf.concat([tf.reshape(tf.where(mine, total, rows), [1]), shape[1:]], 0)

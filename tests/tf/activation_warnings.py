@@ -1,9 +1,16 @@
-"""Run under MATEX_ENABLE=1 on 2 ranks: per-example losses (reduction=None)
-that the script reduces itself. A mean, or tf.nn.compute_average_loss, is
-exact and must not warn; a sum divided by the script's own batch size gives
-1/N of one process's gradient, which matex cannot fix: it must warn once,
-naming the loss. Checked in a traced step (where matex reads the graph) and
-eagerly (where any reduction other than compute_average_loss warns)."""
+"""Run under MATEX_ENABLE=1 on 2 ranks: what activation cannot make exact
+must say so, once, naming the loss or op, and what it can must not warn.
+
+- Per-example losses (reduction=None) that the script reduces itself. A
+  mean, or tf.nn.compute_average_loss, is exact and must not warn; a sum
+  divided by the script's own batch size gives 1/N of one process's
+  gradient: it warns once, naming the loss. Checked in a traced step (where
+  matex reads the graph) and eagerly (where any reduction other than
+  compute_average_loss warns).
+- A random draw whose row count is computed from a batch's size (2 *
+  batch_size): matex cannot tell which rows are the rank's. A draw for the
+  batch's shape, or a concatenation of batch-sized tensors, is exact and
+  must not warn."""
 import warnings
 
 import numpy as np
@@ -52,4 +59,25 @@ eager_exact = messages(make_step(lambda v: tf.nn.compute_average_loss(v, global_
 assert eager_exact == [], eager_exact
 eager_sum = messages(make_step(lambda v: tf.reduce_sum(v) / BATCH).python_function)
 assert len(eager_sum) == 1 and "'eager_ce'" in eager_sum[0], eager_sum
-print("eager sum warned once; PASS")
+print("eager sum warned once")
+
+
+def drawn_warnings(draw):
+    # A signature whose batch size is open, as in TensorFlow's Transformer tutorial: matex reads the draw's
+    # shape from the graph (with a fixed batch size TensorFlow folds it into a constant).
+    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32)])
+    def step(features):
+        return draw(features)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for features, _ in dataset:
+            step(features)
+    return [str(w.message) for w in caught if "random op" in str(w.message)]
+
+
+assert drawn_warnings(lambda f: tf.random.uniform(tf.shape(tf.concat([f, f], 0)))) == []
+assert drawn_warnings(lambda f: keras.random.normal(keras.ops.shape(f))) == []
+doubled = drawn_warnings(lambda f: tf.random.uniform((2 * tf.shape(f)[0], 1)))
+assert len(doubled) == 1 and "random_uniform" in doubled[0], doubled
+print("a draw of 2 * batch_size rows warned once:", doubled[0][:90])
+print("PASS")
