@@ -2,7 +2,8 @@
 output softmax in float32, and a dynamic LossScaleOptimizer whose first loss
 scale (2**40) overflows float16, so that the first steps are skipped and the
 scale halves until the gradients are finite. A callback puts the loss scale
-and the optimizer's update count into fit's logs.
+and the optimizer's update count into fit's logs. A BatchNormalization layer,
+and a last batch that splits unevenly.
 
 Under MATEX_ENABLE=1 the same steps must be skipped and the scale must follow
 the same sequence as in one process (each example's gradient must have one
@@ -11,7 +12,7 @@ import numpy as np
 import keras
 
 rng = np.random.default_rng(0)
-x = rng.normal(size=(256, 20)).astype("float32")
+x = rng.normal(size=(250, 20)).astype("float32")  # the last batch of 26 rows: uneven slices on 4 ranks
 y = (x[:, :3].sum(axis=1) > 0).astype("int32")
 
 
@@ -27,8 +28,8 @@ class LossScaleInLogs(keras.callbacks.Callback):
 
 def build():
     return keras.Sequential([keras.Input(shape=(20,)), keras.layers.Dense(64, activation="relu"),
-                             keras.layers.Dense(64, activation="relu"), keras.layers.Dense(2),
-                             keras.layers.Activation("softmax", dtype="float32")])
+                             keras.layers.BatchNormalization(), keras.layers.Dense(64, activation="relu"),
+                             keras.layers.Dense(2), keras.layers.Activation("softmax", dtype="float32")])
 
 
 keras.mixed_precision.set_global_policy("mixed_float16")

@@ -54,6 +54,7 @@ from . import _collectives, _runtime, _scope
 from ._patching import patch_everywhere, rebind
 
 _STAGING = ".matex-partial-"
+_OLD = ".matex-old-"
 _agreements = itertools.count()
 
 
@@ -70,7 +71,7 @@ def _same_path_everywhere(path):
     its absolute path): a script that names files by rank (a checkpoint of
     each rank's own iterator) writes each rank's own."""
     import zlib
-    text = os.path.abspath(_prefix_text(path)) if isinstance(path, (str, os.PathLike, tf.Tensor)) else repr(path)
+    text = os.path.abspath(_name_of(path))
     digest = zlib.crc32(text.encode())
     high, negated_low = _agree([digest, -digest])
     return high == -negated_low
@@ -82,13 +83,17 @@ def _shared():
     return _runtime.size() > 1 and tf.executing_eagerly() and not _scope.flag("writing")
 
 
-def rank0_writes(what, path, write, staged=True, elsewhere=lambda: None):
+def rank0_writes(what, path, write, staged=True, elsewhere=lambda: None, make_parents=False):
     """write(p) on rank 0 only, p being `path` or, if staged, its stand-in in
     a staging folder, moved into place when complete; the ranks then agree.
     Returns write's result on rank 0 and elsewhere() on the other ranks.
     Where the ranks name different files, each writes its own."""
+    def write_here():
+        return _staged_write(path, write, make_parents) if staged else write(path)
     if _scope.flag("writing") or _runtime.size() == 1:  # nested in rank 0's write, or one rank
-        return _staged_write(path, write) if staged else write(path)
+        return write_here()
+    if _scope.flag("skipping"):
+        return elsewhere()  # nested in a write this rank skips (a checkpoint's write callbacks): no agreement
     if not tf.executing_eagerly():
         return write(path)  # inside a traced function: left as it is
     same_file = _same_path_everywhere(path)  # an agreement every rank makes
@@ -96,16 +101,27 @@ def rank0_writes(what, path, write, staged=True, elsewhere=lambda: None):
     result = None
     if writes_here:
         try:
-            with _scope.setting("writing", True):
-                result = _staged_write(path, write) if staged else write(path)
+            # A rank that writes its own file writes it whole: no file operation skipped (ModelCheckpoint's).
+            with _scope.setting("writing", True), _scope.setting("not_writer", False):
+                result = write_here()
         except BaseException:
             _agree([1, _runtime.rank()])  # the same agreement as below, on the ranks that wrote well
             raise
     failed_somewhere, failed_rank = _agree([0, -1])
     if failed_somewhere:
-        raise RuntimeError(f"matex: rank {failed_rank} could not write {what} '{os.fspath(path)}' (its error is in "
+        raise RuntimeError(f"matex: rank {failed_rank} could not write {what} '{_name_of(path)}' (its error is in "
                            f"its output); the other ranks stop with it")
-    return result if writes_here else elsewhere()
+    if writes_here:
+        return result
+    with _scope.setting("skipping", True):
+        return elsewhere()
+
+
+def _name_of(path):
+    try:
+        return _prefix_text(path)
+    except Exception:  # noqa: BLE001 - only for the message
+        return str(path)
 
 
 def alone_on_rank0(callback):
@@ -143,11 +159,17 @@ def _stageable(path):
     return isinstance(path, (str, os.PathLike)) and "://" not in os.fspath(path)
 
 
-def _staged_write(path, write):
+def _staged_write(path, write, make_parents=False):
+    """write(stand-in) in a staging folder beside the target, then moved into
+    place. A target whose folder is missing is written in place, as the plain
+    write would be (Keras fails, legacy HDF5 saving makes the folder), unless
+    `make_parents` (tf.saved_model.save makes them)."""
     if not _stageable(path):
         return write(path)
     target = os.path.realpath(os.fspath(path))  # through a link, as a plain write goes
     parent, name = os.path.split(target)
+    if not os.path.isdir(parent) and not make_parents:
+        return write(path)
     created = _make_parents(parent)
     staging = tempfile.mkdtemp(prefix=f".{name}{_STAGING}", dir=parent)
     try:
@@ -156,8 +178,11 @@ def _staged_write(path, write):
             _move_into_place(os.path.join(staging, entry), os.path.join(parent, entry))
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
-        for folder in reversed(created):  # as the plain write left them: not there
-            shutil.rmtree(folder, ignore_errors=True)
+        for folder in reversed(created):  # as the plain write left them: not there (if still empty)
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass
         raise
     shutil.rmtree(staging, ignore_errors=True)
     _remove_stale_staging(parent, name)
@@ -165,37 +190,57 @@ def _staged_write(path, write):
 
 
 def _make_parents(folder):
-    """The folders up to `folder` that do not exist yet, created (the
-    staging folder goes beside the target); returned to remove them if the
-    write fails, since a plain write that fails would not leave them."""
+    """The missing folders up to `folder`, created; returns those this call
+    made (another rank writing its own file there may make them too)."""
     missing = []
-    while folder and not os.path.exists(folder):
+    while folder and not os.path.isdir(folder):
         missing.append(folder)
         folder = os.path.dirname(folder)
-    for created in reversed(missing):
-        os.mkdir(created)
-    return list(reversed(missing))
+    created = []
+    for level in reversed(missing):
+        try:
+            os.mkdir(level)
+            created.append(level)
+        except FileExistsError:
+            pass
+    return created
 
 
 def _move_into_place(source, destination):
-    """Each file by one rename, so the destination holds the old file or the
-    whole new one. A folder moves whole where none is; into an existing one
-    its files move one by one, and other files there stay (a SavedModel
-    written into a folder of the user's)."""
-    if os.path.isdir(source) and os.path.isdir(destination):
-        for entry in sorted(os.listdir(source)):
-            _move_into_place(os.path.join(source, entry), os.path.join(destination, entry))
+    """A file by one rename: the destination holds the old file or the whole
+    new one. A folder likewise, by two: where a folder is already, the files
+    of the old one that the new one lacks (a user's files beside a
+    SavedModel, as a plain write into the folder keeps them) move into the
+    new one first, then the old folder is renamed away and the new one into
+    its place; a kill between the two leaves none under the final name and
+    the old one in .NAME.matex-old-XXXX."""
+    if not os.path.isdir(destination):
+        os.replace(source, destination)
         return
-    if os.path.isdir(destination):  # a file where a folder was: what the plain write would refuse
+    if not os.path.isdir(source):  # a file where a folder is: what the plain write would refuse
         raise IsADirectoryError(f"cannot replace the folder {destination} with a file")
+    _carry_over(destination, source)
+    old = tempfile.mkdtemp(prefix=f".{os.path.basename(destination)}{_OLD}", dir=os.path.dirname(destination))
+    os.replace(destination, os.path.join(old, "old"))
     os.replace(source, destination)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _carry_over(old, new):
+    """The entries of folder `old` that folder `new` lacks, moved into it."""
+    for entry in os.listdir(old):
+        here, there = os.path.join(old, entry), os.path.join(new, entry)
+        if not os.path.lexists(there):
+            os.replace(here, there)
+        elif os.path.isdir(here) and os.path.isdir(there) and not os.path.islink(here):
+            _carry_over(here, there)
 
 
 def _remove_stale_staging(parent, name):
-    """Staging folders of `name` left by a rank 0 that died mid-save."""
-    prefix = f".{name}{_STAGING}"
+    """Staging and old folders of `name` left by a rank 0 that died mid-save."""
+    prefixes = (f".{name}{_STAGING}", f".{name}{_OLD}")
     for entry in os.listdir(parent):
-        if entry.startswith(prefix):
+        if entry.startswith(prefixes):
             shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
 
 
@@ -249,7 +294,8 @@ def _make_get_file(original):
         if _runtime.rank() == 0:
             return result
         bound.arguments["force_download"] = False
-        with _scope.setting("not_writer", True):  # no second extraction over the files rank 0 reads
+        # No second extraction over the files rank 0 reads, and nothing in it agrees with anyone.
+        with _scope.setting("not_writer", True), _scope.setting("skipping", True):
             return original(*bound.args, **bound.kwargs)
     return get_file
 
@@ -333,7 +379,8 @@ def _make_checkpoint_save(original):
 
 def _make_saved_model_save(original):
     def save(obj, export_dir, *args, **kwargs):
-        return rank0_writes("the SavedModel", export_dir, lambda p: original(obj, p, *args, **kwargs))
+        return rank0_writes("the SavedModel", export_dir, lambda p: original(obj, p, *args, **kwargs),
+                            make_parents=True)
     return save
 
 
@@ -354,8 +401,9 @@ def _make_tf_keras_writer(original):
 
     def writer(self, filepath, *args, **kwargs):
         overwrite = signature.bind(self, filepath, *args, **kwargs).arguments.get("overwrite", True)
-        return rank0_writes(what, filepath, lambda p: original(self, p, *args, **kwargs),
-                            staged=not _keeps_prompt(filepath, overwrite))
+        prompts = _keeps_prompt(filepath, overwrite) or (_stageable(filepath) and not overwrite and
+                                                          os.path.exists(f"{os.fspath(filepath)}.index"))
+        return rank0_writes(what, filepath, lambda p: original(self, p, *args, **kwargs), staged=not prompts)
     return writer
 
 

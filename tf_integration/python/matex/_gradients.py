@@ -46,11 +46,17 @@ def current_graph():
     return None if tf.executing_eagerly() else tf.compat.v1.get_default_graph()
 
 
-def _graph_chain():
+def _graph_chain(eager_outside=False):
+    """The traced graphs the current one is nested in, innermost first; with
+    eager_outside, then None for the eager code around them (a traced model
+    called from an eager step)."""
+    from tensorflow.python.framework import func_graph
     graph = current_graph()
-    while graph is not None:
+    while isinstance(graph, func_graph.FuncGraph):
         yield graph
-        graph = getattr(graph, "outer_graph", None)
+        graph = graph.outer_graph
+    if eager_outside:
+        yield None
 
 
 def note_contribution(optimizer):
@@ -61,7 +67,7 @@ def note_contribution(optimizer):
 def contribution_in_step():
     """Whether some optimizer scaled this step's loss to the rank's
     contribution (BatchNormalization's backward pass asks, before the update)."""
-    chain = set(_graph_chain()) or {None}
+    chain = set(_graph_chain(eager_outside=True))
     return any(graphs & chain for graphs in list(_contributions.values()))
 
 
@@ -153,11 +159,12 @@ def _indices_from_batch(indices):
     """Whether sparse indices may depend on the step's data (token ids from
     the batch, from an iterator read in the step): yes unless every input
     they are computed from is a constant, a variable's value or a shape
-    (positions 0..L-1 from tf.range). Eagerly: assumed. Gathering is right
+    (positions 0..L-1 from tf.range), and their number is fixed when the step
+    is traced (a shape can be the rank's rows). Eagerly: assumed. Gathering is right
     either way for the sum; only the slices Adam sees differ for shared
     indices."""
-    if tf.executing_eagerly() or not hasattr(indices, "op"):
-        return True
+    if tf.executing_eagerly() or not hasattr(indices, "op") or not indices.shape.is_fully_defined():
+        return True  # a count that is not fixed may be the rank's rows (tf.zeros(tf.shape(ids)))
     seen, pending = set(), [indices]
     while pending:
         tensor = pending.pop()

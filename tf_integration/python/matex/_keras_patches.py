@@ -222,25 +222,31 @@ def _is_a(callback, names):
     return any(c.__name__ in names for c in type(callback).__mro__)
 
 
-def _rank0_files_done(example):
-    """A callback for every rank (of the framework of `example`, Keras 3's or
-    tf_keras's): fit returns once rank 0's CSVLogger and TensorBoard have
-    closed their files."""
-    base = next(c for c in type(example).__mro__ if c.__name__ == "Callback")
-
-    class Rank0FilesDone(base):
+def _rank0_files_done(callback_base):
+    """A callback for every rank (Keras 3's or tf_keras's): fit returns once
+    rank 0's CSVLogger and TensorBoard have closed their files. On every rank
+    whatever callbacks each has, so that a script that gives rank 0 more
+    callbacks than the others still makes the same agreements everywhere."""
+    class Rank0FilesDone(callback_base):
         def on_train_end(self, logs=None):
             _file_patches.rank0_done()
     return Rank0FilesDone()
 
 
-def _for_this_rank(callbacks):
-    if not isinstance(callbacks, (list, tuple)):
-        return callbacks  # None, or a CallbackList fit hands to its own evaluate
-    callbacks = list(callbacks)
+def _callback_base(model):
+    if any(c.__module__.startswith("tf_keras") for c in type(model).__mro__):
+        import tf_keras
+        return tf_keras.callbacks.Callback
+    return keras.callbacks.Callback
+
+
+def _for_this_rank(callbacks, callback_base):
+    if callbacks is not None and not isinstance(callbacks, (list, tuple)):
+        return callbacks  # a CallbackList fit hands to its own evaluate
+    callbacks = list(callbacks or [])
+    if _runtime.size() > 1:
+        callbacks.append(_rank0_files_done(callback_base))
     rank0_only = [c for c in callbacks if _is_a(c, _RANK0_ONLY_CALLBACKS)]
-    if rank0_only and _runtime.size() > 1:
-        callbacks.append(_rank0_files_done(rank0_only[0]))
     if _runtime.rank() == 0:
         for c in rank0_only:
             _file_patches.alone_on_rank0(c)
@@ -265,7 +271,7 @@ def _for_this_rank_keywords(original, model, args, kwargs):
     arguments = arguments_as_keywords(original, model, args, kwargs)
     if _runtime.rank() != 0:
         arguments["verbose"] = 0
-    arguments["callbacks"] = _for_this_rank(arguments.get("callbacks"))
+    arguments["callbacks"] = _for_this_rank(arguments.get("callbacks"), _callback_base(model))
     return arguments
 
 

@@ -66,7 +66,7 @@ def _global_sum(local_sum, layout, rows=None):
     dtype = local_sum.dtype
     sliced = tf.equal(layout.copies, 1)
     factor = tf.math.divide_no_nan(tf.cast(layout.total, dtype), tf.cast(layout.local, dtype))
-    local = [local_sum] if rows is None else [local_sum, tf.cast(rows, dtype)]
+    local = [local_sum] if rows is None else [local_sum, tf.cast(rows, tf.float64)]  # counted exactly
 
     @tf.custom_gradient
     def summed(*xs):
@@ -89,7 +89,8 @@ def _make_compute_average_loss(original):
         local_sum = original(per_example_loss, sample_weight=sample_weight, global_batch_size=1)
         if global_batch_size is None:
             # One process divides by its per-example losses' rows: the sum of every rank's here.
-            total, global_batch_size = _global_sum(local_sum, layout, rows=tf.shape(per_example_loss)[0])
+            total, global_rows = _global_sum(local_sum, layout, rows=tf.shape(per_example_loss)[0])
+            global_batch_size = global_rows  # cast once, below, as one process casts its count
         else:
             total = _global_sum(local_sum, layout)
         return tf.math.divide_no_nan(total, tf.cast(global_batch_size, total.dtype))

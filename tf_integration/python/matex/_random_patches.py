@@ -29,6 +29,7 @@ first dimension is the rank's row count.
 """
 import warnings
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import func_graph, tensor_util
 
@@ -92,7 +93,9 @@ def _keeps_rows(op):
     if op.type == "Reshape":  # Flatten: reshape(x, [shape(x)[0], -1]) or [-1, k]
         first = op.inputs[1].op.inputs[0] if op.inputs[1].op.type == "Pack" else None
         constant = tensor_util.constant_value(op.inputs[1])
-        return ((constant is not None and len(constant) > 1 and constant[0] == -1)
+        inner = op.inputs[0].shape[1:]
+        return ((constant is not None and len(constant) > 1 and constant[0] == -1 and inner.is_fully_defined()
+                 and int(np.prod(constant[1:])) == inner.num_elements())
                 or (first is not None and first.op.type == "StridedSlice" and first.op.inputs[0].op.type == "Shape"
                     and first.op.inputs[0].op.inputs[0] is op.inputs[0]))
     return False
@@ -154,7 +157,8 @@ def _rows_to_keep(blocks, rows, local, total, offset):
     first dimension is the rank's, else the first `rows`."""
     index = tf.range(rows)
     mine = tf.equal(rows, local)
-    blocked = tf.reduce_all(tf.stack([tf.equal(tf.shape(b, out_type=rows.dtype)[0], local) for b in blocks]))
+    blocked = tf.reduce_all(tf.stack([tf.equal(tf.shape(b, out_type=rows.dtype)[0], local) for b in blocks]
+                                     + [tf.equal(rows, len(blocks) * local)]))
     per_block = tf.maximum(local, 1)
     in_blocks = index // per_block * total + offset + index % per_block
     keep = tf.where(blocked, in_blocks, tf.where(mine, index + offset, index))
