@@ -4,7 +4,9 @@
 // marker file in a shared directory; after the barrier every rank must see
 // the markers of all ranks. No timing is asserted.
 // Layout: rank/size/local rank/node queries must match MATEX_VIRTUAL_NODES
-// (consecutive ranks per node), or one node when it is unset.
+// (consecutive ranks per node), or, when it is unset, the ranks' host names as
+// MPI reports them (nodes numbered in the order of their lowest rank): one node
+// on one machine, one per host on the cluster testbed (tests/cluster).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -79,11 +81,39 @@ TEST(Layout, QueriesMatchVirtualNodes) {
   EXPECT_EQ(matex_comm_node_index(comm, &node), MATEX_SUCCESS);
   EXPECT_EQ(matex_comm_node_count(comm, &nodes), MATEX_SUCCESS);
 
-  std::vector<int> sizes = virtual_node_sizes();
-  if (sizes.empty()) sizes.push_back(size);  // every rank of these tests runs on this one machine
-  int expected_node = 0;
-  int first_of_node = 0;
-  while (rank >= first_of_node + sizes[expected_node]) first_of_node += sizes[expected_node++];
+  int expected_node = 0, expected_local_rank = 0, expected_local_size = 0, expected_nodes = 0;
+  const std::vector<int> sizes = virtual_node_sizes();
+  if (!sizes.empty()) {
+    int first_of_node = 0;
+    while (rank >= first_of_node + sizes[expected_node]) first_of_node += sizes[expected_node++];
+    expected_local_rank = rank - first_of_node;
+    expected_local_size = sizes[expected_node];
+    expected_nodes = static_cast<int>(sizes.size());
+  } else {
+    // The reference from MPI alone: every rank's processor name.
+    char name[MPI_MAX_PROCESSOR_NAME] = {};
+    int length = 0;
+    MPI_Get_processor_name(name, &length);
+    std::vector<char> names(static_cast<size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+    MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                  MPI_COMM_WORLD);
+    const auto name_of = [&](int r) {
+      return std::string(&names[static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
+    };
+    std::vector<std::string> hosts;  // in the order of their lowest rank
+    for (int r = 0; r < size; ++r) {
+      const std::string host = name_of(r);
+      int index = 0;
+      while (index < static_cast<int>(hosts.size()) && hosts[index] != host) ++index;
+      if (index == static_cast<int>(hosts.size())) hosts.push_back(host);
+      if (host == name_of(rank)) {
+        if (r < rank) ++expected_local_rank;
+        ++expected_local_size;
+        expected_node = index;
+      }
+    }
+    expected_nodes = static_cast<int>(hosts.size());
+  }
 
   long long errors = 0;
   const auto expect = [&](const char* what, int got, int want) {
@@ -92,10 +122,10 @@ TEST(Layout, QueriesMatchVirtualNodes) {
   };
   expect("matex_comm_rank", got_rank, rank);
   expect("matex_comm_size", got_size, size);
-  expect("matex_comm_node_count", nodes, static_cast<int>(sizes.size()));
+  expect("matex_comm_node_count", nodes, expected_nodes);
   expect("matex_comm_node_index", node, expected_node);
-  expect("matex_comm_local_size", local_size, sizes[expected_node]);
-  expect("matex_comm_local_rank", local_rank, rank - first_of_node);
+  expect("matex_comm_local_size", local_size, expected_local_size);
+  expect("matex_comm_local_rank", local_rank, expected_local_rank);
   agree_no_errors(errors, "layout queries");
 }
 
