@@ -35,6 +35,12 @@ missing_privilege() {
   [[ $(id -u) -eq 0 ]] || { echo "root (the testbed makes namespaces, veths and mounts)"; return; }
   unshare --net --uts --mount --pid --fork true 2>/dev/null \
     || { echo "CAP_SYS_ADMIN (unshare of network, UTS, mount and PID namespaces failed)"; return; }
+  local probe
+  probe=$(mktemp -d)
+  if ! { mount --bind "$probe" "$probe" 2>/dev/null && umount "$probe"; }; then
+    rmdir "$probe"; echo "CAP_SYS_ADMIN (mount --bind failed)"; return
+  fi
+  rmdir "$probe"
   if ! ip link add mxcheck0 type bridge 2>/dev/null; then
     echo "CAP_NET_ADMIN (ip link add of a bridge failed)"; return
   fi
