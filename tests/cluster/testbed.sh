@@ -77,6 +77,13 @@ cmd_down() {
   fi
 }
 
+# Whether HOST reaches ADDR. No ping here: a TCP connect to a closed port is refused at once when the
+# address answers; "no route to host" or no answer within 3 s means it does not.
+reaches() {  # host addr
+  local said
+  said=$(nsenter --net="$STATE/$1/net" timeout 3 bash -c "exec 3<>/dev/tcp/$2/9" 2>&1) || [[ $said == *refused* ]]
+}
+
 shape_link() {  # veth rate
   local veth=$1 rate=$2
   if [[ $rate == none ]]; then
@@ -110,12 +117,10 @@ cmd_up() {
   local i name dir addr veth cpu
   for ((i = 1; i <= count; ++i)); do
     name=h$i dir=$STATE/h$i addr=$(host_addr "$name") veth=$(host_veth "$name")
-    cpu=${cpus[$(((i - 1) * ${#cpus[@]} / count))]}
-    if ((${#cpus[@]} >= count)); then  # disjoint CPU sets: this host's share of the CPUs
-      local first=$(((i - 1) * ${#cpus[@]} / count)) last=$((i * ${#cpus[@]} / count - 1)) list=()
-      for ((c = first; c <= last; ++c)); do list+=("${cpus[$c]}"); done
-      cpu=$(IFS=,; echo "${list[*]}")
-    fi
+    # This host's share of the CPUs (disjoint; one shared CPU when there are fewer CPUs than hosts).
+    local first=$(((i - 1) * ${#cpus[@]} / count)) last=$((i * ${#cpus[@]} / count - 1))
+    ((last >= first)) || last=$first
+    cpu=$(IFS=,; echo "${cpus[*]:first:last - first + 1}")
     mkdir -p "$dir"
     touch "$dir/net" "$dir/uts" "$dir/mnt"
     unshare --net="$dir/net" --uts="$dir/uts" --mount="$dir/mnt" --propagation private \
@@ -128,10 +133,9 @@ cmd_up() {
     # The holder of the host's PID namespace: the agent enters it through this process.
     nsenter --net="$dir/net" --uts="$dir/uts" --mount="$dir/mnt" \
       unshare --pid --fork --kill-child taskset -c "$cpu" sleep infinity </dev/null >/dev/null 2>&1 &
-    echo $! > "$dir/unshare.pid"
-    local holder="" tries
+    local unshare_pid=$! holder="" tries
     for ((tries = 0; tries < 100; ++tries)); do
-      holder=$(pgrep -P "$(cat "$dir/unshare.pid")" -x sleep || true)
+      holder=$(pgrep -P "$unshare_pid" -x sleep || true)
       [[ -n $holder ]] && break
       sleep 0.05
     done
@@ -142,10 +146,7 @@ cmd_up() {
   # Every host reaches every other before anyone uses them.
   for name in $(host_names); do
     for other in $(host_names); do
-      # No ping here: a TCP connect to a closed port is refused at once when the host is reachable.
-      nsenter --net="$STATE/$name/net" timeout 3 bash -c \
-        "exec 3<>/dev/tcp/$(host_addr "$other")/9 || true" 2>/dev/null \
-        || die "up: $name cannot reach $other ($(host_addr "$other"))"
+      reaches "$name" "$(host_addr "$other")" || die "up: $name cannot reach $other ($(host_addr "$other"))"
     done
   done
   cmd_status
