@@ -8,15 +8,17 @@
 #   testbed.sh up N [RATE]     make hosts h1..hN (RATE: tc tbf rate of every link, e.g. 1gbit; default none)
 #   testbed.sh down            remove everything, also what a run that died halfway left
 #   testbed.sh check           exit 0 if this machine can make hosts, else 77 with the privilege missing
-#   testbed.sh hosts [SLOTS]   the --host list of every host, e.g. 10.77.0.11:2,10.77.0.12:2
+#   testbed.sh hosts [SLOTS] [COUNT]  the --host list of the first COUNT hosts (default all), e.g.
+#                              10.77.0.11:2,10.77.0.12:2
 #   testbed.sh mpirun-args     the mpirun options for the hosts (one per line)
 #   testbed.sh shape HOST RATE shape HOST's link (RATE "none" removes the shaping)
 #   testbed.sh link HOST up|down
 #   testbed.sh exec HOST CMD.. run CMD inside HOST (its namespaces and CPU set)
+#   testbed.sh launch CMD...   run CMD on the head host (where mpirun runs, as on a cluster's login node)
 #   testbed.sh status          the hosts, their addresses, CPUs and link shaping
 #
 # Cost: up takes well under a second per host; nothing runs in the background except one sleeping
-# process per host (the holder of its PID namespace). Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN).
+# shell per host (the holder and init of its PID namespace). Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN).
 set -euo pipefail
 
 STATE=/run/matex-testbed
@@ -27,6 +29,11 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 die() { echo "testbed: $*" >&2; exit 1; }
 host_addr() { echo "$SUBNET_PREFIX.$((10 + ${1#h}))"; }
+HEAD_ADDR=$SUBNET_PREFIX.10
+HEAD_VETH=mxv0
+# The head's TCP gives up on an unanswered peer after about 6 s (4 retransmissions; Linux's default, 15,
+# takes about 15 minutes): mpirun then learns that a host whose link is down is gone, and ends.
+HEAD_TCP_RETRIES=4
 host_veth() { echo "mxv${1#h}"; }
 host_names() { [[ -f $STATE/hosts ]] && awk '{print $1}' "$STATE/hosts" || true; }
 
@@ -68,7 +75,7 @@ cmd_down() {
   done
   ip link del "$BRIDGE" 2>/dev/null || true
   if [[ -d $STATE ]]; then
-    for name in "$STATE"/h*; do
+    for name in "$STATE"/h* "$STATE"/head; do
       [[ -d $name ]] || continue
       for ns in mnt uts net; do umount "$name/$ns" 2>/dev/null || true; done
     done
@@ -84,12 +91,17 @@ reaches() {  # host addr
   said=$(nsenter --net="$STATE/$1/net" timeout 3 bash -c "exec 3<>/dev/tcp/$2/9" 2>&1) || [[ $said == *refused* ]]
 }
 
-shape_link() {  # veth rate
-  local veth=$1 rate=$2
+# Shapes both directions of HOST's link (a real slow link is slow both ways): the bridge side of its veth
+# carries what HOST receives, its eth0 what it sends.
+shape_link() {  # host rate
+  local name=$1 rate=$2 veth
+  veth=$(host_veth "$1")
   if [[ $rate == none ]]; then
     tc qdisc del dev "$veth" root 2>/dev/null || true
+    nsenter --net="$STATE/$name/net" tc qdisc del dev eth0 root 2>/dev/null || true
   else
     tc qdisc replace dev "$veth" root tbf rate "$rate" burst 256kb latency 5ms
+    nsenter --net="$STATE/$name/net" tc qdisc replace dev eth0 root tbf rate "$rate" burst 256kb latency 5ms
   fi
 }
 
@@ -113,29 +125,40 @@ cmd_up() {
   ip addr add "$BRIDGE_ADDR/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
   : > "$STATE/hosts"
+  # Every host resolves every other's name, as on a cluster (its own /etc/hosts, bound in its mounts).
+  { echo "127.0.0.1 localhost"; echo "$HEAD_ADDR head"
+    for ((i = 1; i <= count; ++i)); do echo "$(host_addr "h$i") h$i"; done; } > "$STATE/etc-hosts"
+  make_head
 
   local i name dir addr veth cpu
   for ((i = 1; i <= count; ++i)); do
     name=h$i dir=$STATE/h$i addr=$(host_addr "$name") veth=$(host_veth "$name")
-    # This host's share of the CPUs (disjoint; one shared CPU when there are fewer CPUs than hosts).
-    local first=$(((i - 1) * ${#cpus[@]} / count)) last=$((i * ${#cpus[@]} / count - 1))
-    ((last >= first)) || last=$first
-    cpu=$(IFS=,; echo "${cpus[*]:first:last - first + 1}")
+    # This host's share of the CPUs: disjoint; with fewer CPUs than hosts, one CPU each, dealt in turn
+    # (so that any run of consecutive hosts, up to the CPU count, is disjoint).
+    if ((${#cpus[@]} >= count)); then
+      local first=$(((i - 1) * ${#cpus[@]} / count)) last=$((i * ${#cpus[@]} / count - 1))
+      cpu=$(IFS=,; echo "${cpus[*]:first:last - first + 1}")
+    else
+      cpu=${cpus[(i - 1) % ${#cpus[@]}]}
+    fi
     mkdir -p "$dir"
     touch "$dir/net" "$dir/uts" "$dir/mnt"
     unshare --net="$dir/net" --uts="$dir/uts" --mount="$dir/mnt" --propagation private \
-      sh -c "hostname $name && mount -t tmpfs -o mode=1777 tmpfs /dev/shm"
+      sh -c "hostname $name && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && mount --bind $STATE/etc-hosts /etc/hosts"
     ip link add "$veth" type veth peer name eth0 netns "$dir/net"
     ip link set "$veth" master "$BRIDGE"
     ip link set "$veth" up
     nsenter --net="$dir/net" sh -c "ip link set lo up && ip addr add $addr/24 dev eth0 && ip link set eth0 up"
-    shape_link "$veth" "$rate"
-    # The holder of the host's PID namespace: the agent enters it through this process.
+    shape_link "$name" "$rate"
+    # The holder of the host's PID namespace: the agent enters it through this process. As the
+    # namespace's init it also reaps the processes orphaned there (ranks whose daemon has gone). Its
+    # /proc shows the host's processes only, as ps and kill inside a host expect.
     nsenter --net="$dir/net" --uts="$dir/uts" --mount="$dir/mnt" \
-      unshare --pid --fork --kill-child taskset -c "$cpu" sleep infinity </dev/null >/dev/null 2>&1 &
+      unshare --pid --fork --kill-child --mount-proc taskset -c "$cpu" sh -c 'while :; do sleep 1000000 & wait; done' \
+      </dev/null >/dev/null 2>&1 &
     local unshare_pid=$! holder="" tries
     for ((tries = 0; tries < 100; ++tries)); do
-      holder=$(pgrep -P "$unshare_pid" -x sleep || true)
+      holder=$(pgrep -P "$unshare_pid" -x sh || true)
       [[ -n $holder ]] && break
       sleep 0.05
     done
@@ -144,12 +167,30 @@ cmd_up() {
     echo "$name $addr $cpu $rate" >> "$STATE/hosts"
   done
   # Every host reaches every other before anyone uses them.
-  for name in $(host_names); do
+  for name in head $(host_names); do
     for other in $(host_names); do
       reaches "$name" "$(host_addr "$other")" || die "up: $name cannot reach $other ($(host_addr "$other"))"
     done
   done
   cmd_status
+}
+
+# The head host: its own network and hostname, where mpirun runs (testbed.sh launch); never shaped or cut.
+make_head() {
+  local dir=$STATE/head
+  mkdir -p "$dir"
+  touch "$dir/net" "$dir/uts"
+  unshare --net="$dir/net" --uts="$dir/uts" sh -c "hostname head"
+  ip link add "$HEAD_VETH" type veth peer name eth0 netns "$dir/net"
+  ip link set "$HEAD_VETH" master "$BRIDGE"
+  ip link set "$HEAD_VETH" up
+  nsenter --net="$dir/net" sh -c "ip link set lo up && ip addr add $HEAD_ADDR/24 dev eth0 && ip link set eth0 up &&
+    sysctl -qw net.ipv4.tcp_retries2=$HEAD_TCP_RETRIES"
+}
+
+cmd_launch() {
+  [[ -f $STATE/head/net ]] || die "no testbed is up (testbed.sh up N)"
+  exec nsenter --net="$STATE/head/net" --uts="$STATE/head/uts" -- "$@"
 }
 
 host_field() {  # host column
@@ -169,9 +210,13 @@ cmd_exec() {
 }
 
 cmd_hosts() {
-  local slots=${1:-1}
+  local slots=${1:-1} count=${2:-0}
   [[ -f $STATE/hosts ]] || die "no testbed is up (testbed.sh up N)"
-  awk -v s="$slots" '{printf "%s%s:%s", (NR > 1 ? "," : ""), $2, s} END {print ""}' "$STATE/hosts"
+  local have
+  have=$(wc -l < "$STATE/hosts")
+  ((count <= have)) || die "hosts: $count hosts asked for, but the testbed has $have (testbed.sh up $count)"
+  awk -v s="$slots" -v n="$count" 'n == 0 || NR <= n {printf "%s%s:%s", (NR > 1 ? "," : ""), $2, s} END {print ""}' \
+    "$STATE/hosts"
 }
 
 cmd_mpirun_args() {
@@ -192,7 +237,7 @@ cmd_status() {
 cmd_shape() {
   local name
   name=$(host_field "${1:?shape needs a host}" 1)
-  shape_link "$(host_veth "$name")" "${2:?shape needs a rate, or none}"
+  shape_link "$name" "${2:?shape needs a rate, or none}"
   awk -v h="$name" -v r="$2" '$1 == h {$4 = r} {print}' "$STATE/hosts" > "$STATE/hosts.new"
   mv "$STATE/hosts.new" "$STATE/hosts"
 }
@@ -215,6 +260,7 @@ case ${1:-} in
   shape) shift; cmd_shape "$@" ;;
   link) shift; cmd_link "$@" ;;
   exec) shift; cmd_exec "$@" ;;
+  launch) shift; cmd_launch "$@" ;;
   status) cmd_status ;;
   *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

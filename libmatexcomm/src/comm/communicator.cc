@@ -83,6 +83,10 @@ Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited, const
     thresholds_.trials = trials_.get();
     trials_comm_ = UniqueComm::duplicate(world_.get());
   }
+  if (layout_.node_count > 1) {
+    watchdog_ = std::make_unique<CollectiveWatchdog>(world_.get(), layout_, stall_warning_seconds_,
+                                                     config_.get_seconds("MATEX_TIMEOUT_SECONDS"));
+  }
 }
 
 Communicator::~Communicator() = default;

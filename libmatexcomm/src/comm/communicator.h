@@ -11,6 +11,7 @@
 
 #include "algorithms/algorithms.h"
 #include "comm/call_agreement.h"
+#include "comm/collective_watchdog.h"
 #include "comm/device_path.h"
 #include "comm/p2p_request.h"
 #include "core/backoff.h"
@@ -239,6 +240,9 @@ class Communicator {
   BackoffPace pace_ = BackoffPace::for_shared_cores();
   HostScratch fused_scratch_;  // allreduce_pieces' packed pieces, when the table wants one buffer
   HostScratch premul_scratch_;  // reduce_scatter_premul_sum's scaled copy of the input
+  // Across nodes: ends a collective blocked on a host that is gone (null on one node). Last, so that
+  // it stops before anything it reads is destroyed.
+  std::unique_ptr<CollectiveWatchdog> watchdog_;
 };
 
 }  // namespace matexcomm

@@ -37,6 +37,9 @@ void Communicator::run_collective(const CallSignature& call, Body&& body, bool c
     ~Running() { flag = before; }
   } running{in_collective_, in_collective_};
   in_collective_ = true;
+  // The outermost call only: a nested one is part of it.
+  CollectiveWatchdog::Watch watch = watchdog_ && !running.before ? CollectiveWatchdog::Watch(watchdog_.get(), call, sequence_)
+                                                                 : CollectiveWatchdog::Watch();
   try {
     if (check) agree_call(call_check_comms(), sequence_, call);
     body();

@@ -24,7 +24,9 @@ const std::vector<ConfigEntry>& config_table() {
       {"MATEX_TIMEOUT_SECONDS", ConfigType::kSeconds, "600", "", 0.001, 1e6, kPerRank,
        "Longest wait for a peer on the same node before the call fails with MATEX_ERR_TIMEOUT naming "
        "it (a peer inside an MPI call across nodes is not missing). With several nodes a timeout ends "
-       "the job (MPI_Abort), since other nodes would wait forever."},
+       "the job (MPI_Abort), since other nodes would wait forever. Across nodes, a collective that runs "
+       "this long makes its rank probe the other hosts; when some do not answer, it ends the job with an "
+       "error naming them (or this host, when it reaches none); when all answer, it keeps waiting."},
       {"MATEX_CHECK_CALLS", ConfigType::kChoice, "auto", "auto|on|off", kUnbounded, kUnbounded, kSameOnAllRanks,
        "Before each collective, confirm that every rank calls the same one with the same count, dtype, op "
        "and root, so that a mismatch fails on every rank (MATEX_ERR_MISMATCH, naming the ranks) instead of "
@@ -36,7 +38,9 @@ const std::vector<ConfigEntry>& config_table() {
        "for the engine's collectives, which its coordinator has agreed on already. on checks those too."},
       {"MATEX_STALL_WARNING_SECONDS", ConfigType::kSeconds, "60", "", 0.001, 1e6, kPerRank,
        "After this long waiting for a peer on the same node, or for any rank in the call check "
-       "(MATEX_CHECK_CALLS), warn once on stderr, naming it. The "
+       "(MATEX_CHECK_CALLS), warn once on stderr, naming it. A collective across nodes that runs this "
+       "long makes its rank time a 1 MiB probe to each other host and warn, naming a slow or silent one "
+       "(then at most once per 10 x this long). The "
        "engine's rank 0 likewise warns about tensors that some ranks have submitted and others not."},
       {"MATEX_ALLREDUCE_ALGO", ConfigType::kChoice, "auto", "auto|flat|rs_ar_ag|rs_ar_ag_cma|rab|oneshot",
        kUnbounded, kUnbounded,

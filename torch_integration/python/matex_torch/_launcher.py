@@ -37,12 +37,36 @@ def export_ranks():
     return True
 
 
+_LOOPBACK = ("localhost", "127.0.0.1", "::1", "ip6-localhost")
+
+
+def spans_hosts():
+    """Whether the launcher put this job's ranks on more than one host (the
+    same answer on every rank: all ranks share one host exactly when each
+    host's local size is the world size). None where the launcher does not say."""
+    ranks = launcher_ranks()
+    if ranks is None or ranks[3] is None:
+        return None
+    return ranks[3] != ranks[1]
+
+
 def fill_environment():
     """Sets the env:// variables a launcher did not. Only under an MPI
     launcher, and only the missing ones; MASTER_ADDR/PORT need MPI, so this
-    starts it."""
+    starts it. A loopback MASTER_ADDR (a single-machine script's default,
+    e.g. setdefault("MASTER_ADDR", "localhost")) cannot reach rank 0 from
+    another host: across hosts it is replaced by rank 0's address, keeping
+    the port."""
     if not export_ranks():
         return False
+    if os.environ.get("MASTER_ADDR", "").strip().lower() in _LOOPBACK and spans_hosts():
+        import sys
+        from . import _native
+        address, _ = _native.extension().agree_rendezvous()
+        if int(os.environ["RANK"]) == 0:
+            print(f"matex: MASTER_ADDR={os.environ['MASTER_ADDR']} cannot reach rank 0 from the job's other hosts; "
+                  f"using rank 0's address {address} instead", file=sys.stderr, flush=True)
+        os.environ["MASTER_ADDR"] = address
     if "MASTER_ADDR" not in os.environ and "MASTER_PORT" not in os.environ:
         from . import _native
         world_rank, world_size = _native.extension().world()
