@@ -14,6 +14,8 @@ import os
 import re
 import sys
 
+from selection_races import forced_times
+
 NAME = re.compile(r"(\d+)gbit\.(\d+)x(\d+)\.(mpi|all)\.json$")
 WITHIN = 1.10
 
@@ -43,12 +45,18 @@ def load(directory):
     return runs
 
 
+def runs_of(runs, compare, *columns):
+    """Prints a markdown table's head; yields (gbit, hosts, slots, rows) of the runs of one --compare."""
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for (gbit, hosts, slots, kind), rows in sorted(runs.items()):
+        if kind == compare:
+            yield gbit, hosts, slots, rows
+
+
 def link_table(runs):
-    print("| link | hosts x ranks | size | algbw GB/s | of link | busbw GB/s | MPI busbw | auto/MPI speed-up | algo |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for (gbit, hosts, slots, compare), rows in sorted(runs.items()):
-        if compare != "mpi":
-            continue
+    for gbit, hosts, slots, rows in runs_of(runs, "mpi", "link", "hosts x ranks", "size", "algbw GB/s", "of link",
+                                            "busbw GB/s", "MPI busbw", "auto/MPI speed-up", "algo"):
         link = gbit / 8
         for row in rows:
             if row["size"] in (1 << 20, 16 << 20, 64 << 20):
@@ -58,16 +66,11 @@ def link_table(runs):
 
 
 def race_table(runs):
-    print("| link | hosts x ranks | worst auto/fastest | where (fastest) | sizes off by > 10 % | auto/MPI range |")
-    print("|---|---|---|---|---|---|")
-    for (gbit, hosts, slots, compare), rows in sorted(runs.items()):
-        if compare != "all":
-            continue
+    for gbit, hosts, slots, rows in runs_of(runs, "all", "link", "hosts x ranks", "worst auto/fastest",
+                                            "where (fastest)", "sizes off by > 10 %", "auto/MPI range"):
         worst, where, off, speedups = 0, "", [], []
         for row in rows:
-            times = {name: t for name, t in row.get("forced_time_us", {}).items() if t}
-            times["mpi"] = row.get("mpi_time_us")
-            times = {name: t for name, t in times.items() if t}
+            times = dict(forced_times(row), mpi=row["mpi_time_us"])
             fastest = min(times, key=times.get)
             ratio = row["time_us"] / times[fastest]
             if ratio > worst:
