@@ -1,4 +1,4 @@
-// Unit tests of the collective watchdog's verdict (CollectiveWatchdog::judge): from the probes' answers
+// Unit tests of the collective watchdog's verdict (judge_probes, comm/watchdog_verdict.h): from the probes' answers
 // (or their absence) it must name the host at fault, or this host when it reaches none of the others.
 // The probes themselves run across real hosts in tests/cluster (fault_test.sh).
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/collective_watchdog.h"
+#include "comm/watchdog_verdict.h"
 
 namespace matexcomm {
 namespace {
@@ -27,21 +27,21 @@ topo::Layout one_rank_per_host(int hosts, int me) {
   return layout;
 }
 
-using Probes = std::vector<CollectiveWatchdog::ProbeResult>;
+using Probes = std::vector<ProbeAnswer>;
 
 TEST(WatchdogJudge, NamesTheHostThatDoesNotAnswer) {
-  const std::string verdict = CollectiveWatchdog::judge(Probes{{1, 0.004}, {2, -1}}, one_rank_per_host(3, 0));
+  const std::string verdict = judge_probes(Probes{{1, 0.004}, {2, -1}}, one_rank_per_host(3, 0));
   EXPECT_NE(verdict.find("h3 (rank 2) does not answer while the other hosts do"), std::string::npos) << verdict;
   EXPECT_EQ(verdict.find("h2 (rank 1) does"), std::string::npos) << verdict;
 }
 
 TEST(WatchdogJudge, NamesItselfWhenItReachesNoOtherHost) {
-  const std::string verdict = CollectiveWatchdog::judge(Probes{{0, -1}, {1, -1}}, one_rank_per_host(3, 2));
+  const std::string verdict = judge_probes(Probes{{0, -1}, {1, -1}}, one_rank_per_host(3, 2));
   EXPECT_NE(verdict.find("this host (h3) reaches none of the other hosts"), std::string::npos) << verdict;
 }
 
 TEST(WatchdogJudge, WithOneOtherHostCannotTellWhichEndIsDown) {
-  const std::string verdict = CollectiveWatchdog::judge(Probes{{1, -1}}, one_rank_per_host(2, 0));
+  const std::string verdict = judge_probes(Probes{{1, -1}}, one_rank_per_host(2, 0));
   EXPECT_NE(verdict.find("h2 (rank 1) does not answer: it, or the link between it and this host (h1)"),
             std::string::npos)
       << verdict;
@@ -50,27 +50,27 @@ TEST(WatchdogJudge, WithOneOtherHostCannotTellWhichEndIsDown) {
 TEST(WatchdogJudge, OnlySilenceCountsWhenTheProbesCarriedNoPayload) {
   // At the timeout the probes only ask who is there: a late answer from a busy host is still an answer.
   const std::string verdict =
-      CollectiveWatchdog::judge(Probes{{1, 0.096}, {2, -1}}, one_rank_per_host(3, 0), /*timed=*/false);
+      judge_probes(Probes{{1, 0.096}, {2, -1}}, one_rank_per_host(3, 0), /*timed=*/false);
   EXPECT_NE(verdict.find("h3 (rank 2) does not answer while the other hosts do"), std::string::npos) << verdict;
 }
 
 TEST(WatchdogJudge, NamesTheSlowHost) {
-  const std::string verdict = CollectiveWatchdog::judge(Probes{{0, 0.011}, {2, 0.4}}, one_rank_per_host(3, 1));
+  const std::string verdict = judge_probes(Probes{{0, 0.011}, {2, 0.4}}, one_rank_per_host(3, 1));
   EXPECT_NE(verdict.find("h3 (rank 2) answers slowly while the others are prompt"), std::string::npos) << verdict;
 }
 
 TEST(WatchdogJudge, NamesItsOwnLinkWhenEveryOtherHostIsSlow) {
-  const std::string verdict = CollectiveWatchdog::judge(Probes{{0, 0.4}, {1, 0.1}}, one_rank_per_host(3, 2));
+  const std::string verdict = judge_probes(Probes{{0, 0.4}, {1, 0.1}}, one_rank_per_host(3, 2));
   EXPECT_NE(verdict.find("this host's (h3) own link is the likely bottleneck"), std::string::npos) << verdict;
 }
 
 TEST(WatchdogJudge, AnAnswerHoweverSlowClearsThisHostsLink) {
-  const std::string verdict = CollectiveWatchdog::judge(Probes{{1, -1}, {2, 0.3}}, one_rank_per_host(3, 0));
+  const std::string verdict = judge_probes(Probes{{1, -1}, {2, 0.3}}, one_rank_per_host(3, 0));
   EXPECT_NE(verdict.find("h2 (rank 1) does not answer while the other hosts do"), std::string::npos) << verdict;
 }
 
 TEST(WatchdogJudge, PromptAnswersBlameNoHost) {
-  const std::string verdict = CollectiveWatchdog::judge(Probes{{0, 0.004}, {2, 0.009}}, one_rank_per_host(3, 1));
+  const std::string verdict = judge_probes(Probes{{0, 0.004}, {2, 0.009}}, one_rank_per_host(3, 1));
   EXPECT_NE(verdict.find("every host answers promptly"), std::string::npos) << verdict;
   EXPECT_EQ(verdict.find("likely"), std::string::npos) << verdict;
 }
@@ -81,9 +81,9 @@ TEST(WatchdogJudge, NamesNodesOfSeveralRanksAndVirtualNodes) {
   layout.node_of_rank = {0, 0, 1, 1};
   layout.local_rank_of_rank = {0, 1, 0, 1};
   layout.node_sizes = {2, 2};
-  EXPECT_NE(CollectiveWatchdog::judge(Probes{{1, -1}}, layout).find("h2 (ranks 2,3)"), std::string::npos);
+  EXPECT_NE(judge_probes(Probes{{1, -1}}, layout).find("h2 (ranks 2,3)"), std::string::npos);
   layout.virtual_nodes = true;
-  EXPECT_NE(CollectiveWatchdog::judge(Probes{{1, -1}}, layout).find("node 1 on h2 (ranks 2,3)"), std::string::npos);
+  EXPECT_NE(judge_probes(Probes{{1, -1}}, layout).find("node 1 on h2 (ranks 2,3)"), std::string::npos);
 }
 
 }  // namespace

@@ -131,6 +131,7 @@ int report_job(bool as_json) {
   mine.nearest_gpu = hardware.nearest_gpu;
   mine.thread_cpus = format_cpu_list(budget.pus);
   mine.threads = budget.intra_op == 0 ? "-" : std::to_string(budget.intra_op) + "/" + std::to_string(budget.inter_op);
+  if (budget.shared) mine.threads += " shared";  // more ranks than cores on this host
   std::vector<RankReport> reports = gather_reports(MPI_COMM_WORLD, 0, mine);
   if (rank != 0) return 0;
 

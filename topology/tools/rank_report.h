@@ -19,7 +19,8 @@ struct RankReport {
   std::string numa;
   std::string nearest_gpu;
   std::string thread_cpus;  // the CPUs of its thread budget (topo::budget_threads)
-  std::string threads;      // "<intra-op>/<inter-op>" threads of that budget, "-" with MATEX_THREADS=off
+  std::string threads;      // "<intra-op>/<inter-op>" threads of that budget (+ " shared": the host has more
+                            // ranks than cores), "-" with MATEX_THREADS=off
 };
 
 // Length-prefixed fields ("<length>:<bytes>"), so any string survives.

@@ -1,13 +1,12 @@
 #include "comm/collective_watchdog.h"
 
 #include <algorithm>
-#include <array>
-#include <cstring>
-#include <set>
 #include <cstdio>
+#include <cstring>
+#include <exception>
+#include <set>
 #include <utility>
 
-#include "core/error.h"
 #include "core/logging.h"
 
 namespace matexcomm {
@@ -15,57 +14,40 @@ namespace matexcomm {
 namespace {
 
 constexpr int kPingTag = 1;
-constexpr int kPongTagBase = 2;  // + the probe's serial, so that a late answer to an earlier probe never counts
-constexpr int kPongTagSpan = 30000;  // MPI promises tags up to 32767
-constexpr auto kTick = std::chrono::milliseconds(100);
-// A probe answered later than this, and 4 x later than the fastest, crossed a slow link. Probes at a stall
-// warning carry kSpeedProbeBytes (to at most kSpeedProbeNodes other nodes: the traffic grows with their
-// square): 1 MiB takes 0.084 s at 100 Mbit/s and 0.008 s at 1 Gbit/s, past tc's bursts and socket buffers.
-constexpr double kSlowAnswerSeconds = 0.05;
+constexpr int kPongTag = 2;
+constexpr auto kIdleTick = std::chrono::milliseconds(100);
+constexpr auto kBusyTick = std::chrono::milliseconds(1);
+constexpr double kBusySeconds = 0.2;  // after a ping arrived: its payload's pong must not wait for a tick
+// 1 MiB crosses 100 Mbit/s in 0.084 s and 1 Gbit/s in 0.008 s, past tc's bursts and socket buffers.
 constexpr size_t kSpeedProbeBytes = size_t{1} << 20;
 constexpr int kSpeedProbeNodes = 16;
+constexpr double kWarningWindowSeconds = 5;  // a payload may queue behind a slow link's data
+constexpr double kAbortGraceSeconds = 0.5;
 
 double seconds_since(CollectiveWatchdog::Clock::time_point start) {
   return std::chrono::duration<double>(CollectiveWatchdog::Clock::now() - start).count();
 }
 
-std::string format_seconds(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, seconds < 0.1 ? "%.3f s" : "%.1f s", seconds);
-  return text;
-}
-
-// How long a probe may wait for answers: long enough for a message queued
-// behind a slow link's data, short enough to fit inside the timeout.
-double probe_window(double timeout_seconds) { return std::clamp(0.2 * timeout_seconds, 0.5, 3.0); }
-
-std::string ranks_of_node(const topo::Layout& layout, int node) {
-  std::string text;
-  int count = 0;
-  for (int r = 0; r < layout.world_size; ++r) {
-    if (layout.node_of_rank[r] != node) continue;
-    text += (count++ ? "," : "") + std::to_string(r);
-  }
-  return (count == 1 ? "rank " : "ranks ") + text;
-}
-
-std::string name_nodes(const std::vector<int>& nodes, const topo::Layout& layout) {
-  std::string text;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    text += (i ? ", " : "") + CollectiveWatchdog::host_name(layout, nodes[i]) + " (" +
-            ranks_of_node(layout, nodes[i]) + ")";
-  }
-  return text;
+double seconds_between(CollectiveWatchdog::Clock::time_point from, CollectiveWatchdog::Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
 }
 
 // Live watchdogs, stopped when MPI_Finalize begins (the deletion of an attribute of MPI_COMM_SELF), in
 // case a program finalizes MPI before it finalizes matex: no thread of ours may call MPI after that.
-std::mutex g_live_mutex;
-std::set<CollectiveWatchdog*> g_live;
+// Never freed: a watchdog may stop during the process's exit, after static destructors ran.
+struct LiveWatchdogs {
+  std::mutex mutex;
+  std::set<CollectiveWatchdog*> all;
+};
+LiveWatchdogs& live_watchdogs() {
+  static auto* live = new LiveWatchdogs;
+  return *live;
+}
 
 int stop_watchdogs_at_finalize(MPI_Comm, int, void*, void*) {
-  std::lock_guard<std::mutex> lock(g_live_mutex);
-  for (CollectiveWatchdog* watchdog : g_live) watchdog->stop();
+  LiveWatchdogs& live = live_watchdogs();
+  std::lock_guard<std::mutex> lock(live.mutex);
+  for (CollectiveWatchdog* watchdog : live.all) watchdog->stop();
   return MPI_SUCCESS;
 }
 
@@ -77,8 +59,20 @@ void stop_at_finalize(CollectiveWatchdog* watchdog) {
       MPI_Comm_set_attr(MPI_COMM_SELF, key, nullptr);
     }
   });
-  std::lock_guard<std::mutex> lock(g_live_mutex);
-  g_live.insert(watchdog);
+  LiveWatchdogs& live = live_watchdogs();
+  std::lock_guard<std::mutex> lock(live.mutex);
+  live.all.insert(watchdog);
+}
+
+// Requests that may never complete (a send to, or a receive from, a peer that is gone): MPI may still
+// touch their buffers, so those are kept for the life of the process.
+struct Abandoned {
+  std::mutex mutex;
+  std::list<std::vector<char>> buffers;
+};
+Abandoned& abandoned() {
+  static auto* kept = new Abandoned;
+  return *kept;
 }
 
 int lowest_rank_of(const topo::Layout& layout, int node) {
@@ -88,82 +82,44 @@ int lowest_rank_of(const topo::Layout& layout, int node) {
   return -1;
 }
 
+std::vector<int> other_nodes(const topo::Layout& layout) {
+  std::vector<int> nodes;
+  for (int node = 0; node < layout.node_count; ++node) {
+    if (node != layout.node_index) nodes.push_back(node);
+  }
+  return nodes;
+}
+
 }  // namespace
-
-std::string CollectiveWatchdog::host_name(const topo::Layout& layout, int node) {
-  std::string id = node < static_cast<int>(layout.node_hosts.size()) ? layout.node_hosts[node] : "";
-  id = id.substr(0, id.find('/'));
-  if (layout.virtual_nodes || id.empty()) return "node " + std::to_string(node) + (id.empty() ? "" : " on " + id);
-  return id;
-}
-
-std::string CollectiveWatchdog::judge(const std::vector<ProbeResult>& results, const topo::Layout& layout,
-                                      bool timed) {
-  if (results.empty()) return "no other host to probe";
-  const std::string self = host_name(layout, layout.node_index);
-  double fastest = -1;
-  std::string answers;
-  for (const ProbeResult& r : results) {
-    if (r.seconds < 0) continue;
-    if (fastest < 0 || r.seconds < fastest) fastest = r.seconds;
-    answers += (answers.empty() ? "" : ", ") + host_name(layout, r.node) + " in " + format_seconds(r.seconds);
-  }
-  const std::string answered = answers.empty() ? "" : " (answered: " + answers + ")";
-  // Slow: late in itself, and 4 x later than the fastest answer (a busy but healthy network delays all alike).
-  const double slow = std::max(kSlowAnswerSeconds, 4 * fastest);
-  std::vector<int> silent, slow_nodes;
-  for (const ProbeResult& r : results) {
-    if (r.seconds < 0) silent.push_back(r.node);
-    if (timed && (r.seconds >= slow || (r.seconds >= kSlowAnswerSeconds && fastest >= kSlowAnswerSeconds))) {
-      slow_nodes.push_back(r.node);
-    }
-  }
-  const size_t prompt = results.size() - silent.size() - slow_nodes.size();
-  const bool several = results.size() > 1;
-  if (silent.size() == results.size()) {
-    if (several) return "this host (" + self + ") reaches none of the other hosts: its own link or network is the likely fault";
-    return name_nodes(silent, layout) + " does not answer: it, or the link between it and this host (" + self +
-           "), is down";
-  }
-  if (!silent.empty()) {  // an answer, however slow, shows that this host's own link works
-    return name_nodes(silent, layout) + (silent.size() == 1 ? " does" : " do") +
-           " not answer while the other hosts do" + answered + ": the likely fault";
-  }
-  if (several && prompt == 0) {
-    return "every other host answers slowly" + answered + ": this host's (" + self +
-           ") own link is the likely bottleneck, or the whole network is congested";
-  }
-  if (slow_nodes.empty()) {
-    return "every host answers promptly" + answered + ": they are alive, busy elsewhere or in another call";
-  }
-  if (several) {
-    return name_nodes(slow_nodes, layout) + " answer" + (slow_nodes.size() == 1 ? "s" : "") +
-           " slowly while the others are prompt" + answered + ": " + (slow_nodes.size() == 1 ? "its" : "their") +
-           " link is the likely bottleneck";
-  }
-  return name_nodes(slow_nodes, layout) + " answers slowly" + answered + ": the link between it and this host (" +
-         self + ") is slow or congested";
-}
 
 CollectiveWatchdog::CollectiveWatchdog(MPI_Comm comm, const topo::Layout& layout, double warn_seconds,
                                        double timeout_seconds)
-    : layout_(layout), warn_seconds_(warn_seconds), timeout_seconds_(timeout_seconds) {
+    : layout_(layout),
+      warn_seconds_(warn_seconds),
+      timeout_seconds_(timeout_seconds),
+      window_seconds_(std::clamp(0.2 * timeout_seconds, 0.5, 3.0)),
+      heard_(static_cast<size_t>(layout.node_count)) {
+  // Every rank probes, or none: a rank that cannot would leave the others' pings unanswered.
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
-  can_probe_ = provided >= MPI_THREAD_MULTIPLE;
+  int multiple = provided >= MPI_THREAD_MULTIPLE ? 1 : 0;
+  int everywhere = 0;
+  MPI_Allreduce(&multiple, &everywhere, 1, MPI_INT, MPI_MIN, comm);
+  can_probe_ = everywhere != 0;
   if (can_probe_) {
     probes_ = UniqueComm::duplicate(comm);
     MPI_Comm_set_errhandler(probes_.get(), MPI_ERRORS_RETURN);  // a dead peer must not end this rank here
   }
-  next_timeout_check_ = timeout_seconds_ - probe_window(timeout_seconds_);
+  next_timeout_check_ = timeout_seconds_ - window_seconds_;
   thread_ = std::thread([this] { run(); });
   stop_at_finalize(this);
 }
 
 CollectiveWatchdog::~CollectiveWatchdog() {
   {
-    std::lock_guard<std::mutex> lock(g_live_mutex);
-    g_live.erase(this);
+    LiveWatchdogs& live = live_watchdogs();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    live.all.erase(this);
   }
   stop();
 }
@@ -181,11 +137,13 @@ CollectiveWatchdog::Watch::Watch(CollectiveWatchdog* owner, const CallSignature&
     : owner_(owner) {
   std::lock_guard<std::mutex> lock(owner_->mutex_);
   owner_->running_ = true;
+  ++owner_->generation_;
   owner_->call_ = call;
   owner_->sequence_ = sequence;
   owner_->started_ = Clock::now();
   owner_->warned_ = false;
-  owner_->next_timeout_check_ = owner_->timeout_seconds_ - probe_window(owner_->timeout_seconds_);
+  owner_->first_ping_sent_ = false;
+  owner_->next_timeout_check_ = owner_->timeout_seconds_ - owner_->window_seconds_;
 }
 
 CollectiveWatchdog::Watch::~Watch() {
@@ -195,79 +153,239 @@ CollectiveWatchdog::Watch::~Watch() {
 }
 
 void CollectiveWatchdog::run() {
-  std::unique_lock<std::mutex> lock(mutex_);
+  try {
+    watch_calls();
+  } catch (const std::exception& error) {  // nothing may escape a thread; the calls go on unwatched
+    MATEX_LOG(LogLevel::kError, std::string("the collective watchdog stopped: ") + error.what());
+  } catch (...) {
+    MATEX_LOG(LogLevel::kError, "the collective watchdog stopped on an unknown exception");
+  }
+  release_requests();
+}
+
+void CollectiveWatchdog::watch_calls() {
   while (!stopping_) {
-    wake_.wait_for(lock, kTick, [this] { return stopping_; });
-    if (stopping_) break;
-    lock.unlock();
-    answer_probes();
-    lock.lock();
-    if (!running_) continue;
-    const double running = seconds_since(started_);
-    const bool overran = !warned_ && running >= warn_seconds_ && warn_seconds_ < timeout_seconds_;
-    if (overran && Clock::now() < next_warning_) {
-      warned_ = true;  // counted, reported with the next warning
-      ++unreported_;
-    } else if (overran || running >= next_timeout_check_) {
-      lock.unlock();
-      on_overdue(running);
-      lock.lock();
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      const auto tick = Clock::now() < busy_until_ ? kBusyTick : kIdleTick;
+      wake_.wait_for(lock, tick, [this] { return stopping_.load(); });
     }
-  }
-  lock.unlock();
-  for (Message& message : incoming_) {  // probes from peers that stopped meanwhile
-    MPI_Cancel(&message.request);
-    MPI_Wait(&message.request, MPI_STATUS_IGNORE);
-  }
-  incoming_.clear();
-  // A send to a peer that is gone may never complete: MPI may still read its
-  // buffer, so that buffer is kept for the life of the process.
-  static auto* abandoned = new std::list<Message>;  // never freed on purpose
-  static std::mutex abandoned_mutex;
-  std::lock_guard<std::mutex> abandoned_lock(abandoned_mutex);
-  for (auto it = outgoing_.begin(); it != outgoing_.end();) {
-    int done = 0;
-    MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
-    if (done) {
-      it = outgoing_.erase(it);
-    } else {
-      MPI_Request_free(&it->request);
-      auto next = std::next(it);
-      abandoned->splice(abandoned->end(), outgoing_, it);
-      it = next;
+    if (stopping_) break;
+    poll();
+    Snapshot snapshot;
+    switch (what_is_due(snapshot)) {
+      case Due::kNothing:
+        break;
+      case Due::kFirstPing:
+        first_ping_at_ = Clock::now();
+        first_ping_generation_ = snapshot.generation;
+        for (int node : other_nodes(layout_)) ping(node, ++serial_, 0);
+        break;
+      case Due::kWarning:
+        warn(snapshot);
+        break;
+      case Due::kTimeout:
+        check_timeout(snapshot);
+        break;
     }
   }
 }
 
-void CollectiveWatchdog::send(int serial, size_t payload_bytes, int peer, int tag) {
+CollectiveWatchdog::Due CollectiveWatchdog::what_is_due(Snapshot& snapshot) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!running_) return Due::kNothing;
+  snapshot.generation = generation_;
+  snapshot.running_seconds = seconds_since(started_);
+  const double running = snapshot.running_seconds;
+  if (running >= next_timeout_check_) {
+    snapshot.window_seconds = window_seconds_;
+    return Due::kTimeout;
+  }
+  if (can_probe_ && !first_ping_sent_ && running >= next_timeout_check_ + window_seconds_ - timeout_seconds_ / 2) {
+    first_ping_sent_ = true;
+    return Due::kFirstPing;
+  }
+  if (!warned_ && running >= warn_seconds_ && warn_seconds_ < timeout_seconds_) {
+    if (Clock::now() < next_warning_) {  // counted, reported with the next warning
+      warned_ = true;
+      ++unreported_;
+      return Due::kNothing;
+    }
+    // The warning's probe must not push the timeout's later.
+    snapshot.window_seconds = std::clamp(next_timeout_check_ - running, 0.2, kWarningWindowSeconds);
+    return Due::kWarning;
+  }
+  return Due::kNothing;
+}
+
+std::string CollectiveWatchdog::still_running(const Snapshot& snapshot) {
+  // Under mutex_.
+  if (!running_ || generation_ != snapshot.generation) return "";
+  return "rank " + std::to_string(layout_.world_rank) + " (host " + watchdog_host_name(layout_, layout_.node_index) +
+         "): " + describe_call(call_) + " (call " + std::to_string(sequence_) + ") has run for " +
+         format_seconds(seconds_since(started_));
+}
+
+void CollectiveWatchdog::warn(const Snapshot& snapshot) {
+  const std::vector<int> nodes = other_nodes(layout_);
+  std::vector<ProbeAnswer> answers;
+  for (int node : nodes) answers.push_back({node, -1});
+  // The payload's time tells a link's speed only across real links, and one rank per node is enough.
+  const bool timed = can_probe_ && !layout_.virtual_nodes && layout_.local_rank == 0 &&
+                     static_cast<int>(nodes.size()) <= kSpeedProbeNodes;
+  if (can_probe_) {
+    const int plain = ++serial_;
+    const int loaded = timed ? ++serial_ : 0;
+    auto& plain_pongs = awaited_[plain];
+    plain_pongs.assign(heard_.size(), Clock::time_point{});
+    if (timed) awaited_[loaded].assign(heard_.size(), Clock::time_point{});
+    const Clock::time_point start = Clock::now();
+    for (int node : nodes) {
+      ping(node, plain, 0);
+      if (timed) ping(node, loaded, kSpeedProbeBytes);
+    }
+    const auto answered = [&](int serial, int node) { return awaited_[serial][node] != Clock::time_point{}; };
+    poll_until([&] {
+      return std::all_of(nodes.begin(), nodes.end(),
+                         [&](int node) { return answered(plain, node) && (!timed || answered(loaded, node)); });
+    }, snapshot.window_seconds);
+    for (ProbeAnswer& answer : answers) {
+      if (!answered(plain, answer.node)) continue;
+      const Clock::time_point plain_at = awaited_[plain][answer.node];
+      if (!timed) {
+        answer.seconds = seconds_between(start, plain_at);
+      } else if (answered(loaded, answer.node)) {
+        answer.seconds = std::max(0.0, seconds_between(plain_at, awaited_[loaded][answer.node]));
+      } else {
+        answer.seconds = seconds_between(plain_at, Clock::now());  // at least that slow
+      }
+    }
+    awaited_.erase(plain);
+    awaited_.erase(loaded);
+  }
+  std::string message;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    message = still_running(snapshot);
+    if (message.empty()) return;  // it finished meanwhile
+    const std::string earlier =
+        unreported_ > 0 ? " (and " + std::to_string(unreported_) + (unreported_ == 1 ? " call" : " calls") +
+                              " overran since the last warning)"
+                        : "";
+    const std::string verdict =
+        can_probe_ ? (timed ? "1 MiB probes: " : "probes: ") + judge_probes(answers, layout_, timed)
+                   : "waiting on " + name_nodes(nodes, layout_) +
+                         "; MPI lacks MPI_THREAD_MULTIPLE, so no host can be probed, and a dead one cannot be "
+                         "told from a busy one";
+    message += " (MATEX_STALL_WARNING_SECONDS = " + format_seconds(warn_seconds_) + ")" + earlier + ": " + verdict;
+    warned_ = true;
+    unreported_ = 0;
+    next_warning_ =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(10 * warn_seconds_));
+  }
+  MATEX_LOG(LogLevel::kWarn, message);
+}
+
+void CollectiveWatchdog::check_timeout(const Snapshot& snapshot) {
+  const std::vector<int> nodes = other_nodes(layout_);
+  std::vector<ProbeAnswer> answers;
+  for (int node : nodes) answers.push_back({node, -1});
+  // Alive: heard from since the first ping of this period (this call's, else this one).
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point since = first_ping_generation_ == snapshot.generation ? first_ping_at_ : start;
+  if (can_probe_) {
+    const int serial = ++serial_;
+    for (int node : nodes) ping(node, serial, 0);
+    const auto alive = [&](int node) { return heard_[node] >= since; };
+    poll_until([&] { return std::all_of(nodes.begin(), nodes.end(), alive); }, snapshot.window_seconds);
+    for (ProbeAnswer& answer : answers) {
+      if (alive(answer.node)) answer.seconds = std::max(0.0, seconds_between(start, heard_[answer.node]));
+    }
+  }
+  const bool some_silent =
+      std::any_of(answers.begin(), answers.end(), [](const ProbeAnswer& answer) { return answer.seconds < 0; });
+  std::string message;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    message = still_running(snapshot);
+    if (message.empty()) return;
+    message += ", past MATEX_TIMEOUT_SECONDS = " + format_seconds(timeout_seconds_);
+    if (can_probe_ && some_silent) {
+      message += "; pinged the other hosts at half that time and again, waiting " +
+                 format_seconds(snapshot.window_seconds) + ": " + judge_probes(answers, layout_, false) +
+                 ". Ending the job (MPI_Abort), since the ranks blocked in MPI would wait forever.";
+    } else {
+      message += can_probe_ ? ": " + judge_probes(answers, layout_, false) + "; still waiting, since every host is alive"
+                            : ": waiting on " + name_nodes(nodes, layout_) +
+                                  "; MPI lacks MPI_THREAD_MULTIPLE, so no host can be probed, and a dead one "
+                                  "cannot be told from a busy one: still waiting";
+      next_timeout_check_ += timeout_seconds_;
+      first_ping_sent_ = false;
+      warned_ = true;
+    }
+  }
+  if (can_probe_ && some_silent) {
+    MATEX_LOG(LogLevel::kError, message);
+    std::fflush(stderr);
+    // The other ranks reach their verdicts at about the same time: let them say theirs.
+    std::this_thread::sleep_for(std::chrono::duration<double>(kAbortGraceSeconds));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return;
+  }
+  MATEX_LOG(LogLevel::kWarn, message);
+}
+
+template <class Done>
+void CollectiveWatchdog::poll_until(Done done, double seconds) {
+  const Clock::time_point start = Clock::now();
+  for (;;) {
+    poll();
+    if (done() || stopping_ || seconds_since(start) >= seconds) return;
+    std::this_thread::sleep_for(kBusyTick);
+  }
+}
+
+void CollectiveWatchdog::send(int peer, int tag, int serial, size_t payload_bytes) {
   Message& message = outgoing_.emplace_back();
+  message.peer = peer;
   message.buffer.assign(sizeof serial + payload_bytes, 0);
   std::memcpy(message.buffer.data(), &serial, sizeof serial);
   MPI_Isend(message.buffer.data(), static_cast<int>(message.buffer.size()), MPI_BYTE, peer, tag, probes_.get(),
             &message.request);
 }
 
-void CollectiveWatchdog::answer_probes() {
+void CollectiveWatchdog::ping(int node, int serial, size_t payload_bytes) {
+  send(lowest_rank_of(layout_, node), kPingTag, serial, payload_bytes);
+}
+
+void CollectiveWatchdog::poll() {
   if (!can_probe_) return;
   for (auto it = outgoing_.begin(); it != outgoing_.end();) {
     int done = 0;
     MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
     it = done ? outgoing_.erase(it) : std::next(it);
   }
-  // A probe may carry a payload (a link's speed): matched probes size each receive.
-  for (;;) {
-    int arrived = 0;
-    MPI_Message handle = MPI_MESSAGE_NULL;
-    MPI_Status status;
-    if (MPI_Improbe(MPI_ANY_SOURCE, kPingTag, probes_.get(), &arrived, &handle, &status) != MPI_SUCCESS || !arrived) {
-      break;
+  // Matched probes size each receive (a ping may carry a payload).
+  for (int tag : {kPingTag, kPongTag}) {
+    for (;;) {
+      int arrived = 0;
+      MPI_Message handle = MPI_MESSAGE_NULL;
+      MPI_Status status;
+      if (MPI_Improbe(MPI_ANY_SOURCE, tag, probes_.get(), &arrived, &handle, &status) != MPI_SUCCESS || !arrived) {
+        break;
+      }
+      int bytes = 0;
+      MPI_Get_count(&status, MPI_BYTE, &bytes);
+      Message& message = incoming_.emplace_back();
+      message.peer = status.MPI_SOURCE;
+      message.ping = tag == kPingTag;
+      message.buffer.assign(static_cast<size_t>(std::max(bytes, 1)), 0);
+      MPI_Imrecv(message.buffer.data(), bytes, MPI_BYTE, &handle, &message.request);
+      if (message.ping) {
+        busy_until_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(kBusySeconds));
+      }
     }
-    int bytes = 0;
-    MPI_Get_count(&status, MPI_BYTE, &bytes);
-    Message& message = incoming_.emplace_back();
-    message.peer = status.MPI_SOURCE;
-    message.buffer.assign(static_cast<size_t>(std::max(bytes, 1)), 0);
-    MPI_Imrecv(message.buffer.data(), bytes, MPI_BYTE, &handle, &message.request);
   }
   for (auto it = incoming_.begin(); it != incoming_.end();) {
     int done = 0;
@@ -278,97 +396,34 @@ void CollectiveWatchdog::answer_probes() {
     }
     int serial = 0;
     if (it->buffer.size() >= sizeof serial) std::memcpy(&serial, it->buffer.data(), sizeof serial);
-    send(serial, 0, it->peer, kPongTagBase + serial % kPongTagSpan);
+    if (it->ping) {
+      send(it->peer, kPongTag, serial, 0);
+    } else if (it->peer >= 0 && it->peer < layout_.world_size) {
+      const int node = layout_.node_of_rank[it->peer];
+      const Clock::time_point now = Clock::now();
+      heard_[node] = now;
+      auto awaited = awaited_.find(serial);
+      if (awaited != awaited_.end()) awaited->second[node] = now;
+    }
     it = incoming_.erase(it);
   }
 }
 
-std::vector<CollectiveWatchdog::ProbeResult> CollectiveWatchdog::probe(double window_seconds, size_t payload_bytes) {
-  std::vector<ProbeResult> results;
-  for (int node = 0; node < layout_.node_count; ++node) {
-    if (node != layout_.node_index) results.push_back({node, -1});
-  }
-  if (!can_probe_) return results;
-  const int serial = ++probe_serial_;
-  const int tag = kPongTagBase + serial % kPongTagSpan;
-  std::vector<MPI_Request> answers(results.size(), MPI_REQUEST_NULL);
-  std::vector<std::array<char, 16>> answer_in(results.size());
-  const Clock::time_point start = Clock::now();
-  for (size_t i = 0; i < results.size(); ++i) {
-    const int peer = lowest_rank_of(layout_, results[i].node);
-    MPI_Irecv(answer_in[i].data(), static_cast<int>(answer_in[i].size()), MPI_BYTE, peer, tag, probes_.get(),
-              &answers[i]);
-    send(serial, payload_bytes, peer, kPingTag);
-  }
-  size_t pending = results.size();
-  while (pending > 0 && seconds_since(start) < window_seconds) {
-    answer_probes();  // the others probe too, perhaps this very rank
-    for (size_t i = 0; i < results.size(); ++i) {
-      if (answers[i] == MPI_REQUEST_NULL) continue;
+void CollectiveWatchdog::release_requests() {
+  // A send to, or a matched receive from, a peer that is gone may never complete, and neither can be
+  // cancelled for sure: free the request and keep its buffer.
+  Abandoned& kept = abandoned();
+  std::lock_guard<std::mutex> lock(kept.mutex);
+  for (std::list<Message>* messages : {&outgoing_, &incoming_}) {
+    for (Message& message : *messages) {
       int done = 0;
-      MPI_Test(&answers[i], &done, MPI_STATUS_IGNORE);
-      if (done) {
-        results[i].seconds = seconds_since(start);
-        --pending;
-      }
+      MPI_Test(&message.request, &done, MPI_STATUS_IGNORE);
+      if (done) continue;
+      MPI_Request_free(&message.request);
+      kept.buffers.push_back(std::move(message.buffer));
     }
-    if (pending > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    messages->clear();
   }
-  for (size_t i = 0; i < results.size(); ++i) {
-    if (answers[i] != MPI_REQUEST_NULL) {
-      MPI_Cancel(&answers[i]);
-      MPI_Wait(&answers[i], MPI_STATUS_IGNORE);
-    }
-  }
-  return results;
-}
-
-void CollectiveWatchdog::on_overdue(double running_seconds) {
-  const bool at_timeout = [&] {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return running_seconds >= next_timeout_check_;
-  }();
-  // A timed probe may queue behind a slow link's data: it gets longer (only the warning waits for it).
-  const double window = at_timeout ? probe_window(timeout_seconds_) : std::max(5.0, probe_window(timeout_seconds_));
-  // A stall may be a slow link: time a payload. A timeout asks only whether the others are there.
-  const size_t payload = !at_timeout && layout_.node_count - 1 <= kSpeedProbeNodes ? kSpeedProbeBytes : 0;
-  std::vector<ProbeResult> results = probe(window, payload);
-  bool some_silent = !can_probe_ || std::any_of(results.begin(), results.end(),
-                                                [](const ProbeResult& r) { return r.seconds < 0; });
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!running_) return;  // it finished meanwhile
-  const double now_running = seconds_since(started_);
-  const std::string what = "rank " + std::to_string(layout_.world_rank) + " (host " +
-                           host_name(layout_, layout_.node_index) + "): " + describe_call(call_) + " (call " +
-                           std::to_string(sequence_) + ") has run for " + format_seconds(now_running);
-  const std::string verdict = can_probe_ ? (payload ? "probes of 1 MiB: " : "") + judge(results, layout_, payload > 0)
-                                         : "waiting on " + name_nodes([&] {
-                                             std::vector<int> nodes;
-                                             for (const ProbeResult& r : results) nodes.push_back(r.node);
-                                             return nodes;
-                                           }(), layout_) + " (no probe: MPI lacks MPI_THREAD_MULTIPLE)";
-  if (at_timeout && can_probe_ && some_silent) {
-    MATEX_LOG(LogLevel::kError, what + ", past MATEX_TIMEOUT_SECONDS = " + format_seconds(timeout_seconds_) +
-                                    "; probed the other hosts for " + format_seconds(window) + ": " + verdict +
-                                    ". Ending the job (MPI_Abort), since the ranks blocked in MPI would wait forever.");
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    return;
-  }
-  if (at_timeout) {
-    next_timeout_check_ += timeout_seconds_;
-    MATEX_LOG(LogLevel::kWarn, what + ", past MATEX_TIMEOUT_SECONDS = " + format_seconds(timeout_seconds_) + ": " +
-                                   verdict + "; still waiting, since every host is alive");
-  } else {
-    const std::string earlier =
-        unreported_ > 0 ? " (and " + std::to_string(unreported_) + " calls overran since the last warning)" : "";
-    MATEX_LOG(LogLevel::kWarn, what + " (MATEX_STALL_WARNING_SECONDS = " + format_seconds(warn_seconds_) + ")" +
-                                   earlier + ": " + verdict);
-    unreported_ = 0;
-    next_warning_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(10 * warn_seconds_));
-  }
-  warned_ = true;
 }
 
 }  // namespace matexcomm

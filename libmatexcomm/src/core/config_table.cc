@@ -25,8 +25,9 @@ const std::vector<ConfigEntry>& config_table() {
        "Longest wait for a peer on the same node before the call fails with MATEX_ERR_TIMEOUT naming "
        "it (a peer inside an MPI call across nodes is not missing). With several nodes a timeout ends "
        "the job (MPI_Abort), since other nodes would wait forever. Across nodes, a collective that runs "
-       "this long makes its rank probe the other hosts; when some do not answer, it ends the job with an "
-       "error naming them (or this host, when it reaches none); when all answer, it keeps waiting."},
+       "this long (pinging the other hosts at half of it and just before it) ends the job with an error "
+       "naming the hosts that answered neither ping (or this host, when it heard none); when all answer, "
+       "it keeps waiting."},
       {"MATEX_CHECK_CALLS", ConfigType::kChoice, "auto", "auto|on|off", kUnbounded, kUnbounded, kSameOnAllRanks,
        "Before each collective, confirm that every rank calls the same one with the same count, dtype, op "
        "and root, so that a mismatch fails on every rank (MATEX_ERR_MISMATCH, naming the ranks) instead of "
