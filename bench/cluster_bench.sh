@@ -3,6 +3,7 @@
 # to each rate in turn: matex-bench --compare mpi and --compare all on 2 hosts x 1 rank and 2 hosts x 2
 # ranks. Writes the JSON and text of each run to OUT, then the tables and plot (bench/cluster_report.py).
 #   bench/cluster_bench.sh BUILD_DIR OUT [RATES...]      (default rates: 1gbit 5gbit 10gbit)
+#   SHAPES="2x2" bench/cluster_bench.sh ...              (default shapes: 2x1 2x2)
 # Needs root; brings up 2 hosts (and leaves them down afterwards).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,7 +20,7 @@ export XDG_CACHE_HOME=$out/no-tuning-cache  # no tuning file steers auto
 trap '"$testbed" down' EXIT
 for rate in "${rates[@]}"; do
   for host in h1 h2; do "$testbed" shape "$host" "$rate"; done
-  for shape in 2x1 2x2; do
+  for shape in ${SHAPES:-2x1 2x2}; do
     for compare in mpi all; do
       name=$rate.$shape.$compare
       echo "# $name"

@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-from selection_races import forced_times
+from selection_races import forced_times, own_spread
 
 NAME = re.compile(r"(\d+)gbit\.(\d+)x(\d+)\.(mpi|all)\.json$")
 WITHIN = 1.10
@@ -66,21 +66,27 @@ def link_table(runs):
 
 
 def race_table(runs):
+    """auto against the fastest forced algorithm, with the noise reference of bench/selection_races.py (auto
+    against the forced run of the algorithm it ran, same buffers, interleaved): an excess within it is noise."""
     for gbit, hosts, slots, rows in runs_of(runs, "all", "link", "hosts x ranks", "worst auto/fastest",
-                                            "where (fastest)", "sizes off by > 10 %", "auto/MPI range"):
-        worst, where, off, speedups = 0, "", [], []
+                                            "where (fastest)", "noise there", "sizes off by > 10 % (noise)",
+                                            "auto/MPI range"):
+        worst, where, noise, off, speedups = 0, "", None, [], []
         for row in rows:
             times = dict(forced_times(row), mpi=row["mpi_time_us"])
             fastest = min(times, key=times.get)
             ratio = row["time_us"] / times[fastest]
+            spread = own_spread(row)
             if ratio > worst:
-                worst, where = ratio, f"{human(row['size'])} ({fastest})"
+                worst, where, noise = ratio, f"{human(row['size'])} ({fastest})", spread
             if ratio > WITHIN:
-                off.append(f"{human(row['size'])} {ratio:.2f}")
+                off.append(f"{human(row['size'])} {ratio:.2f} ({spread:.2f})" if spread else
+                           f"{human(row['size'])} {ratio:.2f}")
             if row.get("mpi_time_us"):
                 speedups.append(row["mpi_time_us"] / row["time_us"])
         span = f"{min(speedups):.2f}-{max(speedups):.2f}" if speedups else "-"
-        print(f"| {gbit} Gbit/s | {hosts} x {slots} | {worst:.2f} | {where} | {', '.join(off) or 'none'} | {span} |")
+        print(f"| {gbit} Gbit/s | {hosts} x {slots} | {worst:.2f} | {where} | {noise or 0:.2f} | "
+              f"{', '.join(off) or 'none'} | {span} |")
 
 
 def plot(runs, path):

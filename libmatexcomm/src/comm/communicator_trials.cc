@@ -8,7 +8,9 @@
 //                            it did not win there in the races;
 //   oneshot / rab            where some node has several ranks, up to
 //                            kSmallTrialMaxBytes (their cost grows with the
-//                            ranks per node times the size);
+//                            ranks per node times the size); rab at every
+//                            size across real hosts whose ranks share cores
+//                            (below);
 //   rs_ar_ag                 always;
 //   rs_ar_ag_cma             where some node has several ranks and
 //                            cross-memory attach works.
@@ -53,7 +55,13 @@ std::vector<int> Communicator::trial_candidates(size_t bytes) const {
   };
   const bool several_per_node = layout_.node_count < layout_.world_size;
   if (layout_.node_count > 1) add("flat");
-  if (several_per_node && floor <= kSmallTrialMaxBytes) add(small_family_algorithm(context_));
+  // The rails drive one MPI stream per local rank at once. Where a host's ranks share its cores, the
+  // streams contend for them (each busy-polls its sockets), and the leaders' single stream (rab) can win
+  // at any size: on 2 testbed hosts of 1 core x 2 ranks, rab beat rs_ar_ag 2-3x from 1 to 64 MiB on links of
+  // 5 and 10 Gbit/s, and lost by 1.3x at 64 MiB on 1 Gbit/s (docs/benchmarks.md, "Across hosts"). Only
+  // the trials see the link. Virtual nodes have no link: their races never wanted rab beyond 64 KiB.
+  const bool leaders_may_win = layout_.node_count > 1 && !layout_.virtual_nodes && cores_shared_anywhere_;
+  if (several_per_node && (floor <= kSmallTrialMaxBytes || leaders_may_win)) add(small_family_algorithm(context_));
   add("rs_ar_ag");
   if (several_per_node && context_.single_copy_ok) add("rs_ar_ag_cma");
   return candidates;
