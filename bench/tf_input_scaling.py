@@ -1,4 +1,4 @@
-"""python bench/tf_input_scaling.py [--runs 3] [--mpirun mpirun]
+"""build/tf-venv/bin/python bench/tf_input_scaling.py [--runs 3] [--mpirun mpirun]
 
 What input sharding is worth: Keras fit on one input-bound pipeline and one
 compute-bound model, plainly on one process and with MATEX_ENABLE=1 on 2
@@ -18,6 +18,11 @@ fifth step to the end of the last, rank 0's clock; every rank steps together),
 and the thread budget the rank ran with (CPUs in its affinity, TF's intra-op
 and inter-op pools: 0 means TF's default, every CPU of the affinity). The
 medians of --runs runs are printed at the end. Timing only: no assertion.
+Run it with a Python whose site-packages holds matex (its .pth activates
+MATEX_ENABLE=1): build/tf-venv/bin/python, or one where matex is pip-installed.
+It stops when matex did not activate on a MATEX_ENABLE=1 run.
+Across the testbed's hosts: MATEX_TESTBED_SHAPE=2x1 ... --mpirun
+tests/cluster/mpirun_on_hosts.sh
 """
 import argparse
 import json
@@ -84,7 +89,7 @@ budget = {"cpus": len(os.sched_getaffinity(0)), "intra": tf.config.threading.get
           "inter": tf.config.threading.get_inter_op_parallelism_threads()}
 with open(os.path.join(os.environ["INPUT_SCALING_OUT"], f"rank{rank}.json"), "w") as out:
     json.dump({"rank": rank, "map_calls": clock.stamps[-1][1], "samples_per_s": steady_rows / steady_seconds,
-               "budget": budget}, out)
+               "budget": budget, "matex_active": "matex" in sys.modules}, out)
 '''
 
 
@@ -98,6 +103,11 @@ def run(command, env):
                 records.append(json.load(f))
     if not records or out.returncode != 0:
         sys.exit(f"run failed: {' '.join(command)}\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
+    if env.get("MATEX_ENABLE") == "1" and not all(r["matex_active"] for r in records):
+        # Without matex's .pth in this Python's site-packages, MATEX_ENABLE=1 does nothing: the ranks would
+        # each train alone and the figures would mean nothing.
+        sys.exit(f"matex did not activate under MATEX_ENABLE=1 with {sys.executable}: run this script with a "
+                 "Python whose site-packages holds matex (pip install, or build/tf-venv/bin/python)")
     return sorted(records, key=lambda r: r["rank"])
 
 
