@@ -101,16 +101,24 @@ cmd_up() {
   die "the slurmds did not register within 30 s (logs: $state/log)"
 }
 
-cmd_down() {
+# The testbed's Slurm processes only (their SLURM_CONF is under $state): a machine that also runs a real
+# slurmd keeps it.
+ours() {
   local pid
-  for pid in $(cat "$state"/slurmd-*.pid "$state"/slurmctld.pid 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
-  pkill -x slurmstepd 2>/dev/null || true
+  for pid in $(pgrep -x "$1"); do
+    tr '\0' '\n' 2>/dev/null < "/proc/$pid/environ" | grep -q "^SLURM_CONF=$state/" && echo "$pid"
+  done
+  return 0
+}
+
+cmd_down() {
+  local pid i
+  for pid in $(ours slurmd) $(ours slurmctld) $(ours slurmstepd); do kill "$pid" 2>/dev/null || true; done
   for ((i = 0; i < 50; ++i)); do
-    pgrep -x slurmd > /dev/null || pgrep -x slurmctld > /dev/null || break
+    [[ -z "$(ours slurmd)$(ours slurmctld)" ]] && break
     sleep 0.1
   done
-  pkill -9 -x slurmd 2>/dev/null || true
-  pkill -9 -x slurmctld 2>/dev/null || true
+  for pid in $(ours slurmd) $(ours slurmctld) $(ours slurmstepd); do kill -9 "$pid" 2>/dev/null || true; done
   rm -rf "$state"/spool-* "$state"/pmix-* "$state"/conf-h* "$state"/ctld "$state"/*.pid
 }
 
