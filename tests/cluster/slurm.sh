@@ -22,7 +22,7 @@ write_config() {
   {
     echo "# written by tests/cluster/slurm.sh"
     echo "ClusterName=testbed"
-    echo "SlurmctldHost=head(10.77.0.10)"  # the testbed's head host
+    echo "SlurmctldHost=head($("$testbed" launch hostname -I | awk '{print $1}'))"  # the testbed's head host
     echo "SlurmUser=root"
     echo "SlurmdUser=root"
     echo "AuthType=auth/munge"
@@ -124,16 +124,21 @@ cmd_down() {
 
 cmd_srun() {
   [[ -f $conf ]] || die "Slurm is not up (slurm.sh up)"
-  # Open MPI's own settings for the testbed's bridge: only through the environment, which srun carries.
-  exec "$testbed" launch env SLURM_CONF="$conf" OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=10.77.0.0/24 \
-    OMPI_MCA_oob_tcp_if_include=10.77.0.0/24 srun "$@"
+  # The testbed's own Open MPI settings (testbed.sh mpirun-args: --mca NAME VALUE), given to the ranks
+  # through the environment, which srun carries; mpirun's other options mean nothing to srun.
+  local mca=() args i
+  mapfile -t args < <("$testbed" mpirun-args)
+  for ((i = 0; i < ${#args[@]}; ++i)); do
+    [[ ${args[i]} == --mca ]] && { mca+=("OMPI_MCA_${args[i + 1]}=${args[i + 2]}"); i=$((i + 2)); }
+  done
+  exec "$testbed" launch env SLURM_CONF="$conf" "${mca[@]}" srun "$@"
 }
 
 # mpirun's words for srun's, for tools that take an mpirun (python -m matex.verify --mpirun, the bench
 # scripts): -np N over as many hosts as the testbed has (at most N); --oversubscribe and --bind-to X
 # dropped (each slurmd already runs inside its host's CPU set).
 cmd_mpirun() {
-  local ranks="" args=()
+  local ranks=""
   while (($#)); do
     case $1 in
       -np|-n) ranks=$2; shift 2 ;;
