@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The thread budget across hosts (topology/src/thread_budget.cc): every rank's CPUs lie in its own host's
+# The thread budget across hosts (libmatexcomm/src/topology/thread_budget.cc): every rank's CPUs lie in its own host's
 # CPU set, the ranks of a host split that set, and whether they share cores is judged per host from that
 # host's set. Two jobs on the testbed, each checked by matex-topo's report against `testbed.sh status`:
 #   - 2 hosts x 2 ranks: each host has one CPU, so its two ranks share it (threads "... shared");

@@ -255,7 +255,7 @@ TEST(Selection, TrialsSettleAlikeOnEveryRank) {
   EXPECT_EQ(matex_finalize(&comm), MATEX_SUCCESS) << matex_last_error();
 }
 
-// The watch (algorithms/allreduce_trials.h) starts the trials again when a
+// The watch (select/allreduce_trials.h) starts the trials again when a
 // window's calls drift from the settled figures or move to another
 // placement. Whether and when it does depends on timing; what must hold is
 // that every rank does it at the same call, whatever each rank's placement,

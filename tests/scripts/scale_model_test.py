@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scale_model_test.py - bench/scale_model.py against closed forms and its own files.
+"""scale_model_test.py - bench/analysis/scale_model.py against closed forms and its own files.
 
 The network part against the alpha-beta formulas by hand; a node of one rank
 costs nothing inside; times grow with size; a larger working set reads the
@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "bench" / "analysis"))
 import scale_model as model  # noqa: E402
 
 net = model.Network("test", 2e-6, 50e9, 1)
@@ -76,7 +76,7 @@ links = model.Node(docs / "tune_np2_1_1.json")
 assert links.q == 1 and links.seconds("rs_ar_ag", m) == 0  # one rank per node: nothing inside
 assert model.resnet50_bytes() == 25557032 * 4
 
-script = str(ROOT / "bench" / "scale_model.py")
+script = str(ROOT / "bench" / "analysis" / "scale_model.py")
 out = subprocess.run([sys.executable, script, "--intra", str(docs / "tune_np2_one_node.json"), "--network", "100gbe"],
                      check=True, capture_output=True, text=True).stdout
 assert "# crossovers" in out and "ResNet-50" in out and "4096" in out, out

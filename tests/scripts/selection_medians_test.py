@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""selection_medians_test.py - bench/selection_medians.py on made-up races.
+"""selection_medians_test.py - bench/analysis/selection_medians.py on made-up races.
 
 Three races of one layout and mode, with the figures chosen so that each rule
 shows: a row within 10 % in two races of three (median within), a row 1.30x
@@ -42,7 +42,7 @@ with tempfile.TemporaryDirectory() as tmp:
         (out / "np2_one.init.json").write_text(json.dumps(race(first)))
         (out / "np2_one.init.tuning.json").write_text("{}")  # skipped by name
         dirs.append(str(out))
-    text = subprocess.run([sys.executable, str(ROOT / "bench" / "selection_medians.py"), *dirs],
+    text = subprocess.run([sys.executable, str(ROOT / "bench" / "analysis" / "selection_medians.py"), *dirs],
                           check=True, capture_output=True, text=True).stdout
     lines = {int(line.split()[0]): line for line in text.splitlines() if line.strip()[:1].isdigit()}
     assert set(lines) == {256, 1024, 4096, 16384}, text
@@ -51,7 +51,7 @@ with tempfile.TemporaryDirectory() as tmp:
     assert lines[4096].split()[1] == "1.30" and lines[4096].split()[2] == "1.50" and "(miss)" not in lines[4096], lines[4096]
     assert lines[16384].split()[2] == "1.00" and "(miss)" not in lines[16384], lines[16384]
     assert "within 10 % of the fastest in 2 of 4 rows" in text and "spread in 1" in text, text
-    one = subprocess.run([sys.executable, str(ROOT / "bench" / "selection_medians.py"), dirs[0]],
+    one = subprocess.run([sys.executable, str(ROOT / "bench" / "analysis" / "selection_medians.py"), dirs[0]],
                          capture_output=True, text=True)
     assert one.returncode != 0, "one race must be refused"
 print("PASS")

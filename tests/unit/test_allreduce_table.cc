@@ -1,4 +1,4 @@
-// Unit tests of auto's allreduce table (algorithms/allreduce_table.h): the
+// Unit tests of auto's allreduce table (select/allreduce_table.h): the
 // bands drawn from measurements whose winner at each size is known in closed
 // form, the margin flat is given, how far each family's measurements reach,
 // and the broadcast format.
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-#include "algorithms/allreduce_table.h"
+#include "select/allreduce_table.h"
 #include "core/error.h"
 
 namespace matexcomm {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/allreduce_trials.h"
+#include "select/allreduce_trials.h"
 
 namespace matexcomm {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "algorithms/broadcast_table.h"
+#include "select/broadcast_table.h"
 #include "core/error.h"
 
 namespace matexcomm {

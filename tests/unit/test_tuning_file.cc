@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "../../bench/cost_fit.h"
+#include "../../tools/matex-tune/cost_fit.h"
 #include "../mpi/mpi_test_util.h"  // ScopedEnv
 #include "core/error.h"
 #include "core/json_value.h"

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "host_kernel_registration.h"
 #include "runtime.h"
 #include "single_tensor_state.h"
 
@@ -85,12 +86,7 @@ class AllgatherKernel : public AsyncOpKernel {
   std::string name_;
 };
 
-REGISTER_KERNEL_BUILDER(Name("MatexAllgather").Device(tensorflow::DEVICE_CPU), AllgatherKernel);
-#ifdef MATEX_TF_GPU_KERNELS
-// On a GPU, TensorFlow copies the tensors to host memory and back around the CPU kernel.
-REGISTER_KERNEL_BUILDER(Name("MatexAllgather").Device(tensorflow::DEVICE_GPU).HostMemory("tensor").HostMemory("output"),
-                        AllgatherKernel);
-#endif
+MATEX_REGISTER_HOST_KERNEL("MatexAllgather", "tensor", "output", AllgatherKernel);
 
 }  // namespace
 

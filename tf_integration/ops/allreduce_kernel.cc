@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "host_kernel_registration.h"
 #include "runtime.h"
 #include "tensor_conversion.h"
 #include "tensorflow/core/framework/op_kernel.h"
@@ -121,13 +122,7 @@ class AllreduceKernel : public AsyncOpKernel {
   std::string base_name_;
 };
 
-REGISTER_KERNEL_BUILDER(Name("MatexAllreduce").Device(tensorflow::DEVICE_CPU), AllreduceKernel);
-#ifdef MATEX_TF_GPU_KERNELS
-// On a GPU, TensorFlow copies the tensors to host memory and back around the CPU kernel.
-REGISTER_KERNEL_BUILDER(
-    Name("MatexAllreduce").Device(tensorflow::DEVICE_GPU).HostMemory("tensors").HostMemory("reduced"),
-    AllreduceKernel);
-#endif
+MATEX_REGISTER_HOST_KERNEL("MatexAllreduce", "tensors", "reduced", AllreduceKernel);
 
 }  // namespace
 

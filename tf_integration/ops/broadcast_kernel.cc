@@ -2,6 +2,7 @@
 // input, and the engine overwrites it with root_rank's on the other ranks.
 #include <cstring>
 
+#include "host_kernel_registration.h"
 #include "runtime.h"
 #include "single_tensor_state.h"
 
@@ -53,12 +54,7 @@ class BroadcastKernel : public AsyncOpKernel {
   std::string name_;
 };
 
-REGISTER_KERNEL_BUILDER(Name("MatexBroadcast").Device(tensorflow::DEVICE_CPU), BroadcastKernel);
-#ifdef MATEX_TF_GPU_KERNELS
-// On a GPU, TensorFlow copies the tensors to host memory and back around the CPU kernel.
-REGISTER_KERNEL_BUILDER(Name("MatexBroadcast").Device(tensorflow::DEVICE_GPU).HostMemory("tensor").HostMemory("output"),
-                        BroadcastKernel);
-#endif
+MATEX_REGISTER_HOST_KERNEL("MatexBroadcast", "tensor", "output", BroadcastKernel);
 
 }  // namespace
 

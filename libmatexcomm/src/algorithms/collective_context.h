@@ -12,7 +12,7 @@
 #include "algorithms/buffer_pieces.h"
 #include "algorithms/phase_clock.h"
 #include "core/host_scratch.h"
-#include "matex/topology/layout.h"
+#include "topology/layout.h"
 #include "matexcomm/matexcomm.h"
 #include "transport/mpi_reductions.h"
 #include "transport/shm_node_channel.h"

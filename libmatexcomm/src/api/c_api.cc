@@ -1,33 +1,23 @@
 // c_api.cc - the extern "C" surface. Every entry point runs inside guarded(),
 // which turns any exception into a status code plus a thread-local message, so
-// no exception crosses the C boundary. Handles are checked against the set of
-// live communicators before use, so a finalized or garbage handle is an error,
-// not a crash.
+// no exception crosses the C boundary. Handles are checked against the
+// registry of live communicators before use (api/handle_registry.h), so a
+// finalized or garbage handle is an error, not a crash.
 #include <mpi.h>
 
 #include <memory>
 #include <mutex>
 #include <new>
 #include <string>
-#include <unordered_set>
 
 #include "api/c_api_support.h"
+#include "api/handle_registry.h"
 #include "comm/communicator.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/logging.h"
 #include "matexcomm/matexcomm.h"
 #include "matexcomm/matexcomm_mpi.h"
-
-// A handle is a shell that outlives its communicator: matex_finalize destroys
-// the communicator but keeps the shell (a few bytes), so a stale copy of a
-// finalized handle can never alias a newer communicator at the same address.
-struct matex_comm_s {
-  std::unique_ptr<matexcomm::Communicator> impl;
-  // False for matex_init_mpi's communicators: they live on a caller's MPI
-  // (the MPI interposer's among them), so finalizing them never ends MPI.
-  bool counts_for_mpi = true;
-};
 
 namespace matexcomm::capi {
 thread_local std::string g_last_error;
@@ -38,16 +28,23 @@ using matexcomm::capi::guarded;
 
 namespace {
 
-struct Registry {
+// What a communicator handle stands for.
+struct CommEntry {
+  std::unique_ptr<matexcomm::Communicator> impl;
+  // False for matex_init_mpi's communicators: they live on a caller's MPI
+  // (the MPI interposer's among them), so finalizing them never ends MPI.
+  bool counts_for_mpi = true;
+};
+using CommRegistry = matexcomm::capi::HandleRegistry<matex_comm_t, CommEntry>;
+
+// Whether finalizing the last communicator ends MPI. Never destroyed.
+struct MpiLifetime {
   std::mutex mutex;
-  std::unordered_set<matex_comm_t> shells;  // every handle ever handed out
-  int live = 0;  // shells whose communicator exists, of those that count for MPI's lifetime
+  int live = 0;  // live communicators that count for MPI's lifetime
   bool we_initialized_mpi = false;
 };
-
-// Never destroyed, so the shells it holds stay reachable until the process ends.
-Registry& registry() {
-  static Registry* instance = new Registry;
+MpiLifetime& mpi_lifetime() {
+  static MpiLifetime* instance = new MpiLifetime;
   return *instance;
 }
 
@@ -59,19 +56,15 @@ matexcomm::Communicator& live_comm(matex_comm_t comm) {
   if (comm == nullptr) {
     MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "comm is NULL: call matex_init first");
   }
-  // Shells are never freed, so a pointer once found in the registry stays a
-  // shell: the thread remembers the last one and skips the locked lookup.
-  thread_local matex_comm_t known_shell = nullptr;
-  if (comm != known_shell) {
-    Registry& reg = registry();
-    std::lock_guard<std::mutex> lock(reg.mutex);
-    if (reg.shells.count(comm) == 0) {
-      MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "comm is not a live communicator (never initialized by matex_init)");
-    }
-    known_shell = comm;
+  CommRegistry::State state;
+  const std::shared_ptr<CommEntry> entry = CommRegistry::instance().find(comm, &state);
+  if (state == CommRegistry::State::kReleased) {
+    MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "comm is not a live communicator (already finalized)");
   }
-  if (!comm->impl) MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "comm is not a live communicator (already finalized)");
-  return *comm->impl;
+  if (!entry) {
+    MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "comm is not a live communicator (never initialized by matex_init)");
+  }
+  return *entry->impl;
 }
 
 void require_out(const void* pointer, const char* argument) {
@@ -79,12 +72,12 @@ void require_out(const void* pointer, const char* argument) {
 }
 
 matex_comm_t register_communicator(std::unique_ptr<matexcomm::Communicator> impl, bool counts_for_mpi) {
-  Registry& reg = registry();
-  std::lock_guard<std::mutex> lock(reg.mutex);
-  auto shell = new matex_comm_s{std::move(impl), counts_for_mpi};
-  reg.shells.insert(shell);
-  if (counts_for_mpi) ++reg.live;
-  return shell;
+  if (counts_for_mpi) {
+    MpiLifetime& lifetime = mpi_lifetime();
+    std::lock_guard<std::mutex> lock(lifetime.mutex);
+    ++lifetime.live;
+  }
+  return CommRegistry::instance().add(std::make_shared<CommEntry>(CommEntry{std::move(impl), counts_for_mpi}));
 }
 
 }  // namespace matexcomm::capi
@@ -190,7 +183,7 @@ matex_status_t matex_init(matex_comm_t* comm) {
     if (!initialized) {
       int provided = 0;
       matexcomm::check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
-      registry().we_initialized_mpi = true;
+      mpi_lifetime().we_initialized_mpi = true;
     }
     create(MPI_COMM_WORLD, comm, true);
   });
@@ -211,20 +204,20 @@ matex_status_t matex_finalize(matex_comm_t* comm) {
   return guarded([&] {
     require_out(comm, "comm");
     live_comm(*comm);
-    Registry& reg = registry();
-    std::unique_ptr<matexcomm::Communicator> owned;
-    bool last = false;
-    {
-      std::lock_guard<std::mutex> lock(reg.mutex);
-      owned = std::move((*comm)->impl);  // the shell stays registered, now dead
-      last = (*comm)->counts_for_mpi && --reg.live == 0;
-    }
+    // The handle is dead from here on, on every thread; the communicator ends below, outside any lock.
+    std::shared_ptr<CommEntry> owned = CommRegistry::instance().release(*comm);
     *comm = nullptr;
+    if (!owned) return;  // another thread finalized it first
+    const bool counted = owned->counts_for_mpi;
     owned.reset();
-    if (last && reg.we_initialized_mpi) {
-      reg.we_initialized_mpi = false;
-      MPI_Finalize();
+    MpiLifetime& lifetime = mpi_lifetime();
+    bool end_mpi = false;
+    {
+      std::lock_guard<std::mutex> lock(lifetime.mutex);
+      end_mpi = counted && --lifetime.live == 0 && lifetime.we_initialized_mpi;
+      if (end_mpi) lifetime.we_initialized_mpi = false;
     }
+    if (end_mpi) MPI_Finalize();
   });
 }
 

@@ -1,22 +1,18 @@
 // c_api_engine.cc - the extern "C" surface of the asynchronous engine. Like
-// communicators, engine handles are shells that are never freed, checked
-// against a registry before use; requests are plain heap objects owned by the
+// communicators, engine handles are checked against a registry before use
+// (api/handle_registry.h); requests are plain heap objects owned by the
 // caller until matex_request_free.
 #include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "api/c_api_support.h"
+#include "api/handle_registry.h"
 #include "comm/communicator.h"
 #include "engine/engine.h"
 #include "matexcomm/matexcomm.h"
-
-struct matex_engine_s {
-  std::unique_ptr<matexcomm::Engine> impl;
-};
 
 struct matex_request_s {
   std::shared_ptr<matexcomm::RequestState> state;
@@ -28,25 +24,15 @@ using matexcomm::capi::require_out;
 
 namespace {
 
-struct EngineRegistry {
-  std::mutex mutex;
-  std::unordered_set<matex_engine_t> shells;
-};
-
-// Never destroyed, so the shells it holds stay reachable until the process ends.
-EngineRegistry& engines() {
-  static EngineRegistry* instance = new EngineRegistry;
-  return *instance;
-}
+using EngineRegistry = matexcomm::capi::HandleRegistry<matex_engine_t, matexcomm::Engine>;
 
 matexcomm::Engine& live_engine(matex_engine_t engine) {
   MATEX_REQUIRE(engine != nullptr, MATEX_ERR_NOT_INITIALIZED, "engine is NULL: call matex_engine_create first");
-  EngineRegistry& reg = engines();
-  std::lock_guard<std::mutex> lock(reg.mutex);
-  MATEX_REQUIRE(reg.shells.count(engine) != 0, MATEX_ERR_NOT_INITIALIZED,
-                "engine is not an engine made by matex_engine_create");
-  MATEX_REQUIRE(engine->impl != nullptr, MATEX_ERR_NOT_INITIALIZED, "engine was already destroyed");
-  return *engine->impl;
+  EngineRegistry::State state;
+  const std::shared_ptr<matexcomm::Engine> found = EngineRegistry::instance().find(engine, &state);
+  MATEX_REQUIRE(state != EngineRegistry::State::kReleased, MATEX_ERR_NOT_INITIALIZED, "engine was already destroyed");
+  MATEX_REQUIRE(found != nullptr, MATEX_ERR_NOT_INITIALIZED, "engine is not an engine made by matex_engine_create");
+  return *found;
 }
 
 double factor_or_one(double factor) { return factor == 0.0 ? 1.0 : factor; }
@@ -92,12 +78,8 @@ matex_status_t matex_engine_create(matex_comm_t comm, matex_engine_t* engine) {
   return guarded([&] {
     require_out(engine, "engine");
     *engine = nullptr;
-    auto impl = std::make_unique<matexcomm::Engine>(matexcomm::capi::live_comm(comm).mpi_comm());
-    EngineRegistry& reg = engines();
-    std::lock_guard<std::mutex> lock(reg.mutex);
-    auto shell = new matex_engine_s{std::move(impl)};
-    reg.shells.insert(shell);
-    *engine = shell;
+    auto impl = std::make_shared<matexcomm::Engine>(matexcomm::capi::live_comm(comm).mpi_comm());
+    *engine = EngineRegistry::instance().add(std::move(impl));
   });
 }
 
@@ -105,13 +87,9 @@ matex_status_t matex_engine_destroy(matex_engine_t* engine) {
   return guarded([&] {
     require_out(engine, "engine");
     live_engine(*engine);
-    std::unique_ptr<matexcomm::Engine> owned;
-    {
-      EngineRegistry& reg = engines();
-      std::lock_guard<std::mutex> lock(reg.mutex);
-      owned = std::move((*engine)->impl);  // the shell stays registered, now dead
-    }
-    owned.reset();  // joins the thread (collective), outside the registry lock
+    // The handle is dead from here on; the engine ends below (joining its thread, collective).
+    std::shared_ptr<matexcomm::Engine> owned = EngineRegistry::instance().release(*engine);
+    owned.reset();
     *engine = nullptr;
   });
 }

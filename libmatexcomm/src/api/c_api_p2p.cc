@@ -1,16 +1,16 @@
 // c_api_p2p.cc - the extern "C" point-to-point entry points.
 //
-// A matex_p2p_t is not a pointer but a serial number, never reused, looked up
-// in a registry of live requests: a freed or garbage handle is reported as
-// MATEX_ERR_NOT_INITIALIZED, and can never alias a newer request. The registry
-// holds shared ownership, so a request freed on one thread while another still
-// tests it stays alive until that test returns.
+// A matex_p2p_t is a handle of the registry of live requests
+// (api/handle_registry.h): a freed or garbage handle is reported as
+// MATEX_ERR_NOT_INITIALIZED, and can never alias a newer request; a request
+// freed on one thread while another still tests it stays alive until that
+// test returns.
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 
 #include "api/c_api_support.h"
+#include "api/handle_registry.h"
 #include "comm/communicator.h"
 #include "comm/p2p_request.h"
 #include "matexcomm/matexcomm.h"
@@ -22,43 +22,26 @@ using matexcomm::capi::require_out;
 
 namespace {
 
-struct P2pRegistry {
-  std::mutex mutex;
-  std::unordered_map<uintptr_t, std::shared_ptr<P2pRequest>> live;
-  uintptr_t next_serial = 1;
-};
-
-// Never destroyed: requests never freed by the program must not be cancelled after MPI_Finalize.
-P2pRegistry& p2p_registry() {
-  static P2pRegistry* instance = new P2pRegistry;
-  return *instance;
-}
+using P2pRegistry = matexcomm::capi::HandleRegistry<matex_p2p_t, P2pRequest>;
 
 matex_p2p_t hand_out(std::unique_ptr<P2pRequest> request) {
-  P2pRegistry& reg = p2p_registry();
-  std::lock_guard<std::mutex> lock(reg.mutex);
-  const uintptr_t serial = reg.next_serial++;
-  reg.live.emplace(serial, std::shared_ptr<P2pRequest>(std::move(request)));
-  return reinterpret_cast<matex_p2p_t>(serial);
+  return P2pRegistry::instance().add(std::shared_ptr<P2pRequest>(std::move(request)));
 }
 
 std::shared_ptr<P2pRequest> live_request(matex_p2p_t handle) {
   MATEX_REQUIRE(handle != nullptr, MATEX_ERR_NOT_INITIALIZED, "request is NULL");
-  P2pRegistry& reg = p2p_registry();
-  std::lock_guard<std::mutex> lock(reg.mutex);
-  auto found = reg.live.find(reinterpret_cast<uintptr_t>(handle));
-  MATEX_REQUIRE(found != reg.live.end(), MATEX_ERR_NOT_INITIALIZED,
+  std::shared_ptr<P2pRequest> found = P2pRegistry::instance().find(handle);
+  MATEX_REQUIRE(found != nullptr, MATEX_ERR_NOT_INITIALIZED,
                 "request is not a live point-to-point request (already freed, or never returned by matex_isend or "
                 "matex_irecv)");
-  return found->second;
+  return found;
 }
 
 std::shared_ptr<P2pRequest> take_request(matex_p2p_t handle) {
-  std::shared_ptr<P2pRequest> request = live_request(handle);
-  P2pRegistry& reg = p2p_registry();
-  std::lock_guard<std::mutex> lock(reg.mutex);
-  reg.live.erase(reinterpret_cast<uintptr_t>(handle));
-  return request;
+  live_request(handle);  // says why a handle is not live
+  std::shared_ptr<P2pRequest> taken = P2pRegistry::instance().release(handle);
+  MATEX_REQUIRE(taken != nullptr, MATEX_ERR_NOT_INITIALIZED, "request was freed by another thread meanwhile");
+  return taken;
 }
 
 }  // namespace

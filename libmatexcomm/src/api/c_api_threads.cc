@@ -6,7 +6,7 @@
 #include "api/c_api_support.h"
 #include "comm/communicator.h"
 #include "core/error.h"
-#include "matex/topology/thread_budget.h"
+#include "topology/thread_budget.h"
 #include "matexcomm/matexcomm.h"
 
 using matexcomm::capi::guarded;

@@ -49,7 +49,7 @@
 
 #include "core/backoff.h"
 #include "matexcomm/matexcomm.h"
-#include "matex/topology/layout.h"
+#include "topology/layout.h"
 
 namespace matexcomm {
 

@@ -60,7 +60,7 @@
 #include "comm/call_agreement.h"
 #include "comm/watchdog_verdict.h"
 #include "core/mpi_handles.h"
-#include "matex/topology/layout.h"
+#include "topology/layout.h"
 
 namespace matexcomm {
 

@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/reduce_kernels.h"
-#include "matex/topology/host_cpus.h"
+#include "topology/host_cpus.h"
 #include "transport/cma_copy.h"
 
 namespace matexcomm {
@@ -49,13 +49,7 @@ Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited, const
   }
   groups_ = topo::split_groups(world_.get(), layout_);
   reductions_ = std::make_unique<MpiReductions>();
-  thresholds_.rab_max = config_.get_bytes("MATEX_RAB_MAX_BYTES");
-  thresholds_.flat_max_across_nodes = kCarriedMaxBytes;
-  thresholds_.single_copy_min = config_.get_bytes("MATEX_CMA_MIN_BYTES");
-  thresholds_.single_copy_max = config_.get_bytes("MATEX_CMA_MAX_BYTES");
   streaming_min_bytes_ = config_.get_bytes("MATEX_STREAMING_MIN_BYTES");
-  for (std::string& choice : choice_) choice = "auto";
-  choice_[collective_index(MATEX_COLL_ALLREDUCE)] = config_.get_string("MATEX_ALLREDUCE_ALGO");
   const std::string check_calls = config_.get_string("MATEX_CHECK_CALLS");
   check_calls_ = check_calls == "on" ? CallCheck::kOn : check_calls == "off" ? CallCheck::kOff : CallCheck::kAuto;
   stall_warning_seconds_ = config_.get_seconds("MATEX_STALL_WARNING_SECONDS");
@@ -76,13 +70,21 @@ Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited, const
   device_ = DevicePath::create(config_, context_);
   p2p_ = UniqueComm::duplicate(world_.get());
   creation_ = UniqueComm::duplicate(world_.get());
-  calibrate_selection();
-  if (config_.get_bool("MATEX_ALLREDUCE_TRIALS") && config_.get_string("MATEX_CALIBRATE") != "off" &&
-      auto_has_allreduce_choice(context_)) {
-    trials_ = std::make_unique<AllreduceTrials>(watches_trials());
-    thresholds_.trials = trials_.get();
-    trials_comm_ = UniqueComm::duplicate(world_.get());
-  }
+  Selector::Setup selection;
+  selection.config = &config_;
+  selection.context = &context_;
+  selection.world = world_.get();
+  selection.cores_shared_anywhere = cores_shared_anywhere_;
+  selection.flat_max_across_nodes = kCarriedMaxBytes;
+  selection.stall_warning_seconds = stall_warning_seconds_;
+  selection.pace = check_pace_;
+  selector_ = std::make_unique<Selector>(selection);
+  // The calibration's calls are not the caller's: matex_last_algorithm keeps saying none ran.
+  const char* last = last_[MATEX_COLL_ALLREDUCE];
+  selector_->start([this](size_t bytes, float* send, float* recv) {
+    allreduce(send, recv, bytes / sizeof(float), MATEX_FLOAT32, MATEX_SUM);
+  });
+  last_[MATEX_COLL_ALLREDUCE] = last;
   if (layout_.node_count > 1) {
     watchdog_ = std::make_unique<CollectiveWatchdog>(world_.get(), layout_, stall_warning_seconds_,
                                                      config_.get_seconds("MATEX_TIMEOUT_SECONDS"));
@@ -90,15 +92,6 @@ Communicator::Communicator(MPI_Comm parent, const topo::Layout* inherited, const
 }
 
 Communicator::~Communicator() = default;
-
-bool Communicator::watches_trials() const {
-  // The watch guards choices whose speed turns on where a node's ranks sit:
-  // only where some node has several, each with a core of its own. Ranks
-  // that share cores have no stable placement to guard, and their agreements
-  // cost the most: on 4 ranks on 2 cores it lost 9-10 rows of 160 per race on
-  // 1,1,1,1 and up to 14 on 2,2 and 3,1 together (docs/algorithms.md, "The watch").
-  return layout_.node_count < layout_.world_size && !cores_shared_anywhere_;
-}
 
 size_t Communicator::choose_chunk_bytes() {
   // Rails exchange chunk-sized pieces, so every rank must use the same size.
@@ -238,7 +231,7 @@ void Communicator::set_algorithm(matex_collective_t coll, const char* name) {
                                         std::to_string(other) + "'s choice; every rank must choose the same "
                                         "algorithm, and none changed it");
   }
-  choice_[index] = name;
+  selector_->set_choice(coll, name);
 }
 
 const char* Communicator::last_algorithm(matex_collective_t coll) const {
@@ -246,20 +239,23 @@ const char* Communicator::last_algorithm(matex_collective_t coll) const {
 }
 
 const char* Communicator::auto_algorithm(matex_collective_t coll, size_t bytes) const {
-  switch (coll) {
-    case MATEX_COLL_ALLREDUCE:
-      return allreduce_registry()[select_allreduce(context_, choice_[MATEX_COLL_ALLREDUCE], bytes, false,
-                                                   thresholds_)].name;
-    case MATEX_COLL_BROADCAST:
-      return select_broadcast(context_, choice_[MATEX_COLL_BROADCAST], bytes, broadcast_table_.get()) == "hier"
-                 ? "hier"
-                 : "flat";
-    case MATEX_COLL_ALLGATHER:
-    case MATEX_COLL_REDUCE_SCATTER: return "flat";
-    case MATEX_COLL_REDUCE: return reduce_prefers_hierarchy(context_) ? "hier" : "flat";
+  return selector_->auto_algorithm(coll, bytes);
+}
+
+std::string Communicator::describe_selection() const { return selector_->describe(); }
+
+TuningIdentity Communicator::tuning_identity() const { return selector_->tuning_identity(); }
+
+void Communicator::record_allreduce(const Selector::AllreducePick& pick, size_t bytes, double seconds,
+                                    bool in_place) {
+  try {
+    selector_->record_allreduce(pick, bytes, seconds, in_place, sequence_);
+  } catch (const std::exception& error) {
+    // This rank's trials may now be out of step with the others': no further call may run.
+    failure_ = std::string("the allreduce trials failed: ") + error.what();
+    if (shm_) shm_->abandon();
+    throw;
   }
-  MATEX_RAISE(MATEX_ERR_INVALID_ARG, "coll = " + std::to_string(static_cast<int>(coll)) +
-                                         " is not a matex_collective_t");
 }
 
 void Communicator::allreduce(const void* send, void* recv, size_t count, matex_dtype_t dtype, matex_op_t op,
@@ -274,35 +270,24 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
                    [&] { last_[MATEX_COLL_ALLREDUCE] = device_->allreduce(*this, send, recv, count, dtype, op); });
     return;
   }
-  int chosen = select_allreduce(context_, choice_[MATEX_COLL_ALLREDUCE], bytes, send == recv, thresholds_);
-  // The hint picks rs_ar_ag whatever the placement, so that ranks whose engines
-  // differ in placement (prescale, MATEX_IN_PLACE) still choose alike.
-  if (hints.cold_output && choice_[MATEX_COLL_ALLREDUCE] == "auto" && allreduce_registry()[chosen].single_copy) {
-    chosen = find_allreduce("rs_ar_ag");
-  }
-  // Between trials select_allreduce already returned the settled choice; a
-  // trial call runs the trial's pick.
-  const bool takes_part = takes_trial(bytes, hints);
-  const bool timed = takes_part && trials_->trial_due(bytes);
-  const std::vector<int> candidates = timed ? trial_candidates(bytes) : std::vector<int>{};
-  if (timed) chosen = trials_->trial_pick(bytes, candidates);
+  const Selector::AllreducePick pick = selector_->pick_allreduce(bytes, send == recv, hints);
+  const int chosen = pick.algorithm;
   const bool cold = hints.cold_output && send != recv;
-  const AllreduceAlgorithm& algorithm = allreduce_registry()[chosen];
+  const AlgorithmInfo& algorithm = algorithm_info(MATEX_COLL_ALLREDUCE, chosen);
   last_[MATEX_COLL_ALLREDUCE] = algorithm.name;
   // Under auto on one node flat compares the call in shared memory too
   // (allreduce_flat.cc): auto's table may give a neighbour's size to a
   // shared-memory algorithm, and the two must meet in one place.
   const bool flat_meets_in_node = shm_ != nullptr && layout_.node_count == 1 && !algorithm.hierarchical &&
-                                  choice_[MATEX_COLL_ALLREDUCE] == "auto";
+                                  selector_->allreduce_is_auto();
   const bool compared_inside_node = shm_ != nullptr && (algorithm.hierarchical || flat_meets_in_node);
   const CallSignature call = reduction_call(CallKind::kAllreduce, count, dtype, op);
   // Before the algorithm (which reserves too), so that a trial's clock does not time it.
   if (shm_ != nullptr && algorithm.hierarchical && !algorithm.single_copy) reserve_node_buffers(bytes);
-  const bool clocked = takes_part && trials_->clock_due(bytes);  // trials, and the watch's timed calls
-  const double started = clocked ? MPI_Wtime() : 0;
+  const double started = pick.clocked ? MPI_Wtime() : 0;
   // A small flat allreduce that gets the call check rides along with it: one
   // exchange instead of the check and then MPI's own call (call_agreement.h).
-  const bool carried = algorithm.run == allreduce_flat && bytes <= kCarriedMaxBytes &&
+  const bool carried = chosen == kAllreduceFlat && bytes <= kCarriedMaxBytes &&
                        call_check_due(compared_inside_node);
   run_collective(call, [&] {
     if (carried) {
@@ -317,17 +302,13 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, matex_d
     const bool streaming = send != recv && (bytes >= streaming_min_bytes_ || cold);
     AllreduceArgs args{send, recv, count, dtype, op, chosen, sequence_, streaming};
     args.meet_in_node = flat_meets_in_node;
-    algorithm.run(context_, args);
+    allreduce_function(chosen)(context_, args);
   }, compared_inside_node, carried);
   // Every call that takes part is counted, timed or not.
-  if (takes_part) record_trial(bytes, chosen, clocked ? MPI_Wtime() - started : 0, send == recv, candidates);
+  if (pick.takes_part) record_allreduce(pick, bytes, pick.clocked ? MPI_Wtime() - started : 0, send == recv);
 }
 
-bool Communicator::fuses_without_copies() const {
-  const std::string& choice = choice_[MATEX_COLL_ALLREDUCE];
-  return context_.hierarchical_ok && layout_.node_count < layout_.world_size &&
-         (choice == "auto" || choice == "rs_ar_ag");
-}
+bool Communicator::fuses_without_copies() const { return selector_->fuses_without_copies(); }
 
 void Communicator::allreduce_pieces(const std::vector<BufferPiece>& pieces, matex_dtype_t dtype, matex_op_t op,
                                     const AllreduceHints& hints) {
@@ -346,9 +327,9 @@ void Communicator::allreduce_pieces(const std::vector<BufferPiece>& pieces, mate
     count += pieces[i].count;
   }
   const size_t bytes = checked_bytes(count, dtype, "count");
-  const int chosen_under_auto = select_allreduce(context_, "auto", bytes, any_in_place, thresholds_);
-  if (choice_[MATEX_COLL_ALLREDUCE] == "auto" && allreduce_registry()[chosen_under_auto].run != allreduce_rs_ar_ag &&
-      allreduce_registry()[chosen_under_auto].run != allreduce_rs_ar_ag_cma) {
+  const int chosen_under_auto = selector_->auto_allreduce(bytes, any_in_place);
+  if (selector_->allreduce_is_auto() && chosen_under_auto != kAllreduceRsArAg &&
+      chosen_under_auto != kAllreduceRsArAgCma) {
     // Auto wants flat or the small family, which need one buffer: pack, reduce
     // in place (the same choice: placement only moves rail bands), unpack.
     const size_t element = dtype_size(dtype);
@@ -366,8 +347,8 @@ void Communicator::allreduce_pieces(const std::vector<BufferPiece>& pieces, mate
     }
     return;
   }
-  const int chosen = find_allreduce("rs_ar_ag");
-  last_[MATEX_COLL_ALLREDUCE] = allreduce_registry()[chosen].name;
+  const int chosen = kAllreduceRsArAg;
+  last_[MATEX_COLL_ALLREDUCE] = algorithm_info(MATEX_COLL_ALLREDUCE, chosen).name;
   reserve_node_buffers(bytes);
   run_collective(reduction_call(CallKind::kAllreduce, count, dtype, op), [&] {
     const bool streaming = !any_in_place && (bytes >= streaming_min_bytes_ || hints.cold_output);
@@ -391,12 +372,11 @@ void Communicator::broadcast(void* buffer, size_t count, matex_dtype_t dtype, in
                    [&] { last_[MATEX_COLL_BROADCAST] = device_->broadcast(*this, buffer, count, dtype, root); });
     return;
   }
-  std::string chosen = select_broadcast(context_, choice_[MATEX_COLL_BROADCAST], bytes, broadcast_table_.get());
-  last_[MATEX_COLL_BROADCAST] = chosen == "hier" ? "hier" : "flat";
+  const int chosen = selector_->pick_broadcast(bytes);
+  last_[MATEX_COLL_BROADCAST] = algorithm_info(MATEX_COLL_BROADCAST, chosen).name;
   run_collective(rooted_call(CallKind::kBroadcast, count, dtype, root), [&] {
     if (count == 0) return;
-    if (chosen == "hier") broadcast_hierarchical(context_, buffer, count, dtype, root);
-    else broadcast_flat(context_, buffer, count, dtype, root);
+    broadcast_function(chosen)(context_, buffer, count, dtype, root);
   });
 }
 

@@ -12,30 +12,21 @@
 #include "algorithms/algorithms.h"
 #include "comm/call_agreement.h"
 #include "comm/collective_watchdog.h"
+#include "comm/count_agreement.h"
 #include "comm/device_path.h"
 #include "comm/p2p_request.h"
 #include "core/backoff.h"
 #include "core/config.h"
 #include "core/host_scratch.h"
 #include "core/mpi_handles.h"
-#include "core/tuning_file.h"
-#include "matex/topology/host_cpus.h"
-#include "matex/topology/layout.h"
+#include "topology/host_cpus.h"
+#include "topology/layout.h"
 #include "matexcomm/matexcomm.h"
+#include "select/selector.h"
 #include "transport/mpi_reductions.h"
 #include "transport/shm_node_channel.h"
 
 namespace matexcomm {
-
-// What a caller inside the library knows about an allreduce's buffers.
-struct AllreduceHints {
-  // The output is large and not in cache (the engine's unfused tensors): where
-  // auto would run rs_ar_ag_cma, run rs_ar_ag (in place too, so that placement
-  // never changes the choice), and out
-  // of place write with streaming stores rather than the kernel's single copies,
-  // which read every cold output line before writing it.
-  bool cold_output = false;
-};
 
 class Communicator {
  public:
@@ -148,38 +139,49 @@ class Communicator {
   size_t choose_chunk_bytes();
   // True when this rank can read every local neighbour's memory (collective over the node).
   bool probe_single_copy();
-  // Auto's allreduce table (communicator_calibrate.cc): measured, or the one
-  // rank 0 already holds for this layout's shape; collective, last step of
-  // the constructor.
-  void calibrate_selection();
-  AllreduceTable measure_allreduce_table();
-  // MATEX_CALIBRATE=file or auto (communicator_tuning_file.cc): collective;
-  // true on every rank when rank 0's tuning file fits and `table` (rank 0's)
-  // holds it, and `broadcast` (rank 0's) the file's broadcast bands where the
-  // hierarchy can help. `optional` (auto): a missing file is no warning.
-  bool load_tuning_table(AllreduceTable* table, BroadcastTable* broadcast, bool optional);
-  AllreduceTable table_from_tuning(const TuningFile& file) const;
-  BroadcastTable broadcast_table_from_tuning(const TuningFile& file) const;
-  // This rank's seconds for one allreduce of `bytes` by the one family `only` names.
-  double time_family(const AllreduceTable& only, size_t bytes, float* send, float* recv);
-  // What a table depends on: ranks per node, shared memory, single copies, sizes.
-  std::string layout_shape() const;
-  // Whether the allreduce trials watch their settled choices (the same on every rank).
-  bool watches_trials() const;
-  // Whether auto's call of `bytes` takes part in the allreduce trials
-  // (algorithms/allreduce_trials.h): decided from state that is the same on every rank.
-  bool takes_trial(size_t bytes, const AllreduceHints& hints) const;
-  // The trials' contenders at `bytes`: the rule's or table's pick (out of
-  // place) first, then those that can win here (comm/communicator_trials.cc).
-  std::vector<int> trial_candidates(size_t bytes) const;
-  // Records a call that takes part and returned; after a round of trials or
-  // a window of the watch, agrees with every rank on the figures (collective
-  // then). A failure there fails the communicator, whose ranks could no
-  // longer choose alike.
-  void record_trial(size_t bytes, int ran, double seconds, bool in_place, const std::vector<int>& candidates);
-  // The slowest rank's figures: an MPI_Iallreduce (max) on trials_comm_.
-  std::vector<double> agree_on_trials(const std::vector<double>& mine);
   static int collective_index(matex_collective_t coll);
+  // selector_->record_allreduce; a failure there fails the communicator,
+  // whose ranks could no longer choose alike.
+  void record_allreduce(const Selector::AllreducePick& pick, size_t bytes, double seconds, bool in_place);
+  // gather and scatter alike (communicator_rooted.cc): each rank's buffer of
+  // `count` ("own": gather's send, scatter's recv) and the root's of count x
+  // size ("all"). Raises on a bad argument (the same on every rank for
+  // dtype, root and count); returns whether this rank runs in place.
+  struct EqualCountsCall {
+    const char* function;  // "matex_gather"
+    const void* own;
+    const char* own_name;  // "sendbuf"
+    const void* all;
+    const char* all_name;  // "recvbuf"
+  };
+  bool check_equal_counts(const EqualCountsCall& call, size_t count, matex_dtype_t dtype, int root) const;
+  // gatherv and scatterv alike (communicator_rooted.cc): every rank gives one
+  // count and buffer of its own ("own": gatherv's send, scatterv's recv), and
+  // the root a count per rank, displacements and its buffer.
+  struct VariableCountsCall {
+    const char* function;  // "matex_gatherv"
+    const void* own;
+    size_t own_count;
+    const char* own_count_name;  // "sendcount"
+    const char* own_name;        // "sendbuf"
+    const char* own_verb;        // what a rank does with its count: "sends"
+    const void* root_buffer;
+    const size_t* root_counts;
+    const size_t* root_displs;
+    const char* root_counts_name;  // "recvcounts"
+    const char* root_name;         // "recvbuf"
+    const char* root_verb;         // "expects"
+  };
+  struct VariableCounts {
+    bool in_place = false;  // at the root, own == MATEX_IN_PLACE
+    std::vector<size_t> counts, offsets;  // the root's, in elements
+    LocalProblem mine;  // what only this rank could see, held back for the count agreement
+    uint64_t my_count = 0;
+    RootedJudge judge;  // at the root: the verdict on every rank's count
+  };
+  // The checks before any traffic: dtype and root raise at once (every rank
+  // sees them alike), the rest is held in `mine` for agree_rooted_counts.
+  VariableCounts check_variable_counts(const VariableCountsCall& call, matex_dtype_t dtype, int root) const;
   // Runs one collective after its arguments were checked: counts the call,
   // refuses to run on a failed communicator, confirms that every rank makes
   // the same `call` (MATEX_CHECK_CALLS; `compared_inside_node`: the body's
@@ -204,14 +206,8 @@ class Communicator {
   std::unique_ptr<ShmNodeChannel> shm_;
   CollectiveContext context_;
   HostScratch scratch_;
-  AllreduceThresholds thresholds_;
-  std::shared_ptr<const AllreduceTable> allreduce_table_;  // thresholds_.table's owner, or null
-  std::shared_ptr<const BroadcastTable> broadcast_table_;  // from a tuning file, or null (the fixed rule)
-  // Times auto's contenders on the caller's calls (MATEX_ALLREDUCE_TRIALS,
-  // not under MATEX_CALIBRATE=off); thresholds_.trials points here.
-  std::unique_ptr<AllreduceTrials> trials_;
-  UniqueComm trials_comm_;  // the trials' agreements, alone on it (null without trials)
-  std::vector<double> trial_figures_;  // an agreement's buffers: they outlive a request an error left pending
+  // Which algorithm runs (select/selector.h); made last in the constructor.
+  std::unique_ptr<Selector> selector_;
   // My host's PUs (their affinities, not the PUs online) and ranks. Its node
   // test sets the chunk size (virtual nodes count as machines); its host test
   // sets the pacing of waits, and auto's measured tables record it (tuning
@@ -219,7 +215,6 @@ class Communicator {
   topo::HostLoad host_;
   bool cores_shared_anywhere_ = false;  // some host has more ranks than cores (the same on every rank)
   size_t streaming_min_bytes_ = 0;
-  std::string choice_[4];
   const char* last_[4] = {"", "", "", ""};  // static strings: no copy per call
   uint64_t sequence_ = 0;
   enum class CallCheck { kAuto, kOn, kOff };

@@ -49,6 +49,70 @@ const char* const kHostOnly = " takes host buffers only in this release";
 
 }  // namespace
 
+bool Communicator::check_equal_counts(const EqualCountsCall& call, size_t count, matex_dtype_t dtype,
+                                      int root) const {
+  require_dtype(dtype, "dtype");
+  require_root(root, layout_.world_size);
+  require_int_count(count, "count");
+  const size_t total = count * static_cast<size_t>(layout_.world_size);
+  checked_bytes(total, dtype, "count * size");
+  const bool is_root = layout_.world_rank == root;
+  // In place at the root: MATEX_IN_PLACE, or its own block of the root's buffer.
+  const bool in_place =
+      is_root && (call.own == MATEX_IN_PLACE ||
+                  (call.all != nullptr &&
+                   call.own == static_cast<const char*>(call.all) + root * count * dtype_size(dtype)));
+  MATEX_REQUIRE(is_root || call.own != MATEX_IN_PLACE, MATEX_ERR_INVALID_ARG,
+                std::string(call.own_name) + " = MATEX_IN_PLACE is only allowed at the root (rank " +
+                    std::to_string(root) + ")");
+  if (!in_place) require_buffer(call.own, count, call.own_name);
+  if (is_root) require_buffer(call.all, total, call.all_name);
+  MATEX_REQUIRE((in_place || !is_device_memory(call.own)) && !(is_root && is_device_memory(call.all)),
+                MATEX_ERR_UNSUPPORTED, std::string(call.function) + kHostOnly);
+  return in_place;
+}
+
+Communicator::VariableCounts Communicator::check_variable_counts(const VariableCountsCall& call, matex_dtype_t dtype,
+                                                                 int root) const {
+  require_dtype(dtype, "dtype");
+  require_root(root, layout_.world_size);
+  const int size = layout_.world_size;
+  const bool is_root = layout_.world_rank == root;
+  VariableCounts v;
+  v.in_place = is_root && call.own == MATEX_IN_PLACE;
+  // Problems only this rank can see are held back until every rank has heard of them.
+  v.mine = check_locally([&] {
+    MATEX_REQUIRE(is_root || call.own != MATEX_IN_PLACE, MATEX_ERR_INVALID_ARG,
+                  std::string(call.own_name) + " = MATEX_IN_PLACE is only allowed at the root (rank " +
+                      std::to_string(root) + ")");
+    require_int_count(call.own_count, call.own_count_name);
+    if (!v.in_place) require_buffer(call.own, call.own_count, call.own_name);
+    MATEX_REQUIRE(v.in_place || !is_device_memory(call.own), MATEX_ERR_UNSUPPORTED,
+                  std::string(call.function) + kHostOnly);
+    if (!is_root) return;
+    const size_t extent = read_counts(call.root_counts, call.root_displs, size, call.root_counts_name, "displs",
+                                      v.counts, v.offsets);
+    checked_bytes(extent, dtype, call.root_counts_name);
+    require_buffer(call.root_buffer, extent, call.root_name);
+    MATEX_REQUIRE(!is_device_memory(call.root_buffer), MATEX_ERR_UNSUPPORTED, std::string(call.function) + kHostOnly);
+  });
+  v.my_count = v.in_place && v.mine.ok() ? v.counts[root] : call.own_count;
+  // At the root: names the first rank whose count differs from the root's list.
+  v.judge = [call, root, counts = v.counts](const std::vector<uint64_t>& given) {
+    for (size_t r = 0; r < given.size(); ++r) {
+      if (given[r] == counts[r]) continue;
+      return LocalProblem{MATEX_ERR_MISMATCH, std::string(call.function) + ": rank " + std::to_string(r) + " " +
+                                                  call.own_verb + " " + call.own_count_name + " = " +
+                                                  std::to_string(given[r]) + " elements, but the root (rank " +
+                                                  std::to_string(root) + ") " + call.root_verb + " " +
+                                                  call.root_counts_name + "[" + std::to_string(r) + "] = " +
+                                                  std::to_string(counts[r]) + "; no rank moved any data"};
+    }
+    return LocalProblem{};
+  };
+  return v;
+}
+
 void Communicator::reduce(const void* send, void* recv, size_t count, matex_dtype_t dtype, matex_op_t op, int root) {
   require_reduction(dtype, op);
   require_root(root, layout_.world_size);
@@ -73,21 +137,7 @@ void Communicator::reduce(const void* send, void* recv, size_t count, matex_dtyp
 }
 
 void Communicator::gather(const void* send, void* recv, size_t count, matex_dtype_t dtype, int root) {
-  require_dtype(dtype, "dtype");
-  require_root(root, layout_.world_size);
-  require_int_count(count, "count");
-  const size_t total = count * static_cast<size_t>(layout_.world_size);
-  const size_t element = dtype_size(dtype);
-  checked_bytes(total, dtype, "count * size");
-  const bool is_root = layout_.world_rank == root;
-  const bool in_place = is_root && (send == MATEX_IN_PLACE ||
-                                    (recv != nullptr && send == static_cast<char*>(recv) + root * count * element));
-  MATEX_REQUIRE(is_root || send != MATEX_IN_PLACE, MATEX_ERR_INVALID_ARG,
-                "sendbuf = MATEX_IN_PLACE is only allowed at the root (rank " + std::to_string(root) + ")");
-  if (!in_place) require_buffer(send, count, "sendbuf");
-  if (is_root) require_buffer(recv, total, "recvbuf");
-  MATEX_REQUIRE((in_place || !is_device_memory(send)) && !(is_root && is_device_memory(recv)),
-                MATEX_ERR_UNSUPPORTED, std::string("matex_gather") + kHostOnly);
+  const bool in_place = check_equal_counts({"matex_gather", send, "sendbuf", recv, "recvbuf"}, count, dtype, root);
   run_collective(rooted_call(CallKind::kGather, count, dtype, root), [&] {
     if (count == 0) return;
     gather_flat(context_, in_place ? nullptr : send, recv, count, dtype, root);
@@ -96,61 +146,18 @@ void Communicator::gather(const void* send, void* recv, size_t count, matex_dtyp
 
 void Communicator::gatherv(const void* send, size_t sendcount, void* recv, const size_t* recvcounts,
                            const size_t* displs, matex_dtype_t dtype, int root) {
-  require_dtype(dtype, "dtype");
-  require_root(root, layout_.world_size);
-  const int size = layout_.world_size;
-  const bool is_root = layout_.world_rank == root;
-  const bool in_place = is_root && send == MATEX_IN_PLACE;
-  std::vector<size_t> counts;
-  std::vector<size_t> offsets;
-  // Problems only this rank can see are held back until every rank has heard of them.
-  const LocalProblem mine = check_locally([&] {
-    MATEX_REQUIRE(is_root || send != MATEX_IN_PLACE, MATEX_ERR_INVALID_ARG,
-                  "sendbuf = MATEX_IN_PLACE is only allowed at the root (rank " + std::to_string(root) + ")");
-    require_int_count(sendcount, "sendcount");
-    if (!in_place) require_buffer(send, sendcount, "sendbuf");
-    MATEX_REQUIRE(in_place || !is_device_memory(send), MATEX_ERR_UNSUPPORTED, std::string("matex_gatherv") + kHostOnly);
-    if (!is_root) return;
-    const size_t extent = read_counts(recvcounts, displs, size, "recvcounts", "displs", counts, offsets);
-    checked_bytes(extent, dtype, "recvcounts");
-    require_buffer(recv, extent, "recvbuf");
-    MATEX_REQUIRE(!is_device_memory(recv), MATEX_ERR_UNSUPPORTED, std::string("matex_gatherv") + kHostOnly);
-  });
-  const uint64_t my_count = in_place && mine.ok() ? counts[root] : sendcount;
-  const auto judge = [&](const std::vector<uint64_t>& sent) {
-    for (int r = 0; r < size; ++r) {
-      if (sent[r] == counts[r]) continue;
-      return LocalProblem{MATEX_ERR_MISMATCH, "matex_gatherv: rank " + std::to_string(r) + " sends sendcount = " +
-                                                  std::to_string(sent[r]) + " elements, but the root (rank " +
-                                                  std::to_string(root) + ") expects recvcounts[" +
-                                                  std::to_string(r) + "] = " + std::to_string(counts[r]) +
-                                                  "; no rank moved any data"};
-    }
-    return LocalProblem{};
-  };
+  const VariableCounts v = check_variable_counts(
+      {"matex_gatherv", send, sendcount, "sendcount", "sendbuf", "sends", recv, recvcounts, displs, "recvcounts",
+       "recvbuf", "expects"},
+      dtype, root);
   run_collective(rooted_call(CallKind::kGather, -1, dtype, root), [&] {
-    agree_rooted_counts(world_.get(), root, my_count, mine, judge, "matex_gatherv");
-    gatherv_flat(context_, in_place ? nullptr : send, sendcount, recv, counts, offsets, dtype, root);
+    agree_rooted_counts(world_.get(), root, v.my_count, v.mine, v.judge, "matex_gatherv");
+    gatherv_flat(context_, v.in_place ? nullptr : send, sendcount, recv, v.counts, v.offsets, dtype, root);
   });
 }
 
 void Communicator::scatter(const void* send, void* recv, size_t count, matex_dtype_t dtype, int root) {
-  require_dtype(dtype, "dtype");
-  require_root(root, layout_.world_size);
-  require_int_count(count, "count");
-  const size_t total = count * static_cast<size_t>(layout_.world_size);
-  const size_t element = dtype_size(dtype);
-  checked_bytes(total, dtype, "count * size");
-  const bool is_root = layout_.world_rank == root;
-  const bool in_place =
-      is_root && (recv == MATEX_IN_PLACE ||
-                  (send != nullptr && recv == static_cast<const char*>(send) + root * count * element));
-  MATEX_REQUIRE(is_root || recv != MATEX_IN_PLACE, MATEX_ERR_INVALID_ARG,
-                "recvbuf = MATEX_IN_PLACE is only allowed at the root (rank " + std::to_string(root) + ")");
-  if (!in_place) require_buffer(recv, count, "recvbuf");
-  if (is_root) require_buffer(send, total, "sendbuf");
-  MATEX_REQUIRE((in_place || !is_device_memory(recv)) && !(is_root && is_device_memory(send)),
-                MATEX_ERR_UNSUPPORTED, std::string("matex_scatter") + kHostOnly);
+  const bool in_place = check_equal_counts({"matex_scatter", recv, "recvbuf", send, "sendbuf"}, count, dtype, root);
   run_collective(rooted_call(CallKind::kScatter, count, dtype, root), [&] {
     if (count == 0) return;
     scatter_flat(context_, send, in_place ? nullptr : recv, count, dtype, root);
@@ -159,39 +166,13 @@ void Communicator::scatter(const void* send, void* recv, size_t count, matex_dty
 
 void Communicator::scatterv(const void* send, const size_t* sendcounts, const size_t* displs, void* recv,
                             size_t recvcount, matex_dtype_t dtype, int root) {
-  require_dtype(dtype, "dtype");
-  require_root(root, layout_.world_size);
-  const int size = layout_.world_size;
-  const bool is_root = layout_.world_rank == root;
-  const bool in_place = is_root && recv == MATEX_IN_PLACE;
-  std::vector<size_t> counts;
-  std::vector<size_t> offsets;
-  const LocalProblem mine = check_locally([&] {
-    MATEX_REQUIRE(is_root || recv != MATEX_IN_PLACE, MATEX_ERR_INVALID_ARG,
-                  "recvbuf = MATEX_IN_PLACE is only allowed at the root (rank " + std::to_string(root) + ")");
-    require_int_count(recvcount, "recvcount");
-    if (!in_place) require_buffer(recv, recvcount, "recvbuf");
-    MATEX_REQUIRE(in_place || !is_device_memory(recv), MATEX_ERR_UNSUPPORTED, std::string("matex_scatterv") + kHostOnly);
-    if (!is_root) return;
-    const size_t extent = read_counts(sendcounts, displs, size, "sendcounts", "displs", counts, offsets);
-    checked_bytes(extent, dtype, "sendcounts");
-    require_buffer(send, extent, "sendbuf");
-    MATEX_REQUIRE(!is_device_memory(send), MATEX_ERR_UNSUPPORTED, std::string("matex_scatterv") + kHostOnly);
-  });
-  const uint64_t my_count = in_place && mine.ok() ? counts[root] : recvcount;
-  const auto judge = [&](const std::vector<uint64_t>& expected) {
-    for (int r = 0; r < size; ++r) {
-      if (expected[r] == counts[r]) continue;
-      return LocalProblem{MATEX_ERR_MISMATCH, "matex_scatterv: rank " + std::to_string(r) + " expects recvcount = " +
-                                                  std::to_string(expected[r]) + " elements, but the root (rank " +
-                                                  std::to_string(root) + ") sends sendcounts[" + std::to_string(r) +
-                                                  "] = " + std::to_string(counts[r]) + "; no rank moved any data"};
-    }
-    return LocalProblem{};
-  };
+  const VariableCounts v = check_variable_counts(
+      {"matex_scatterv", recv, recvcount, "recvcount", "recvbuf", "expects", send, sendcounts, displs, "sendcounts",
+       "sendbuf", "sends"},
+      dtype, root);
   run_collective(rooted_call(CallKind::kScatter, -1, dtype, root), [&] {
-    agree_rooted_counts(world_.get(), root, my_count, mine, judge, "matex_scatterv");
-    scatterv_flat(context_, send, counts, offsets, in_place ? nullptr : recv, recvcount, dtype, root);
+    agree_rooted_counts(world_.get(), root, v.my_count, v.mine, v.judge, "matex_scatterv");
+    scatterv_flat(context_, send, v.counts, v.offsets, v.in_place ? nullptr : recv, recvcount, dtype, root);
   });
 }
 

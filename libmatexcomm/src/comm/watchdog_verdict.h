@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "matex/topology/layout.h"
+#include "topology/layout.h"
 
 namespace matexcomm {
 

@@ -5,6 +5,8 @@
 // same value (checked when a communicator is created), one line of doc.
 #include "core/config.h"
 
+#include "core/algorithm_catalog.h"
+
 namespace matexcomm {
 
 namespace {
@@ -43,7 +45,7 @@ const std::vector<ConfigEntry>& config_table() {
        "long makes its rank time a 1 MiB probe to each other host and warn, naming a slow or silent one "
        "(then at most once per 10 x this long). The "
        "engine's rank 0 likewise warns about tensors that some ranks have submitted and others not."},
-      {"MATEX_ALLREDUCE_ALGO", ConfigType::kChoice, "auto", "auto|flat|rs_ar_ag|rs_ar_ag_cma|rab|oneshot",
+      {"MATEX_ALLREDUCE_ALGO", ConfigType::kChoice, "auto", algorithm_choices(MATEX_COLL_ALLREDUCE),
        kUnbounded, kUnbounded,
        kSameOnAllRanks, "Allreduce algorithm: auto selects by message size (MATEX_CALIBRATE)."},
       {"MATEX_CALIBRATE", ConfigType::kChoice, "auto", "auto|off|init|file", kUnbounded, kUnbounded,

@@ -1,6 +1,6 @@
 // tuning_file.h - the tuning file: collective timings measured by matex-tune
 // in one layout on one kind of host, read back by the library
-// (MATEX_CALIBRATE=file) and by bench/scale_model.py.
+// (MATEX_CALIBRATE=file) and by bench/analysis/scale_model.py.
 //
 // JSON, versioned (docs/algorithms.md shows an example):
 //   {"format": "matex-tuning", "version": 1, "library": "0.2.0",

@@ -37,6 +37,7 @@ from . import (_batch_layout, _collectives, _file_patches, _gradients, _input_sh
                _metric_patches, _runtime, _same_data, _scope, _variable_sync)
 from ._patching import arguments_as_keywords
 from ._patching import patch as _patch
+from ._patching import patch_methods
 
 _flag, _setting = _scope.flag, _scope.setting
 
@@ -380,20 +381,16 @@ def apply_all():
     from keras.src.trainers import data_adapters
     from keras.src.trainers import trainer as base_trainer
 
-    _patch(base_optimizer.BaseOptimizer, "apply", _make_apply)
-    _patch(loss_scale_optimizer.LossScaleOptimizer, "apply", _make_apply)
-    _patch(tf_trainer.TensorFlowTrainer, "train_step", _make_keras_step)
-    _patch(tf_trainer.TensorFlowTrainer, "test_step", _make_keras_step)
-    _patch(tf_trainer.TensorFlowTrainer, "fit", _make_fit)
-    _patch(tf_trainer.TensorFlowTrainer, "evaluate", _make_evaluate)
-    _patch(tf_trainer.TensorFlowTrainer, "predict", _make_predict)
-    _patch(tf_trainer.TensorFlowTrainer, "predict_step", _make_predict_step)
-    _patch(tf_trainer.TensorFlowTrainer, "make_train_function", _make_make_train_function)
-    _patch(tf_trainer.TensorFlowTrainer, "make_test_function", _make_make_test_function)
-    _patch(tf_trainer.TensorFlowTrainer, "_maybe_symbolic_build", _make_maybe_symbolic_build)
+    for optimizer in (base_optimizer.BaseOptimizer, loss_scale_optimizer.LossScaleOptimizer):
+        _patch(optimizer, "apply", _make_apply)
+    patch_methods(_patch, tf_trainer.TensorFlowTrainer, {
+        "train_step": _make_keras_step, "test_step": _make_keras_step, "fit": _make_fit,
+        "evaluate": _make_evaluate, "predict": _make_predict, "predict_step": _make_predict_step,
+        "make_train_function": _make_make_train_function, "make_test_function": _make_make_test_function,
+        "_maybe_symbolic_build": _make_maybe_symbolic_build})
     _patch(data_adapters, "get_data_adapter", _make_get_data_adapter)
-    _patch(base_trainer.Trainer, "get_metrics_result", _make_get_metrics_result)
-    _patch(base_trainer.Trainer, "compile", _make_compile)
+    patch_methods(_patch, base_trainer.Trainer, {"get_metrics_result": _make_get_metrics_result,
+                                                 "compile": _make_compile})
     _file_patches.apply_all(_patch)
     _loop_iterator.apply_all(_patch)
     _layer_patches.apply_all(_patch)

@@ -24,6 +24,12 @@ def patch(owner, name, make):
     setattr(owner, name, patched)
 
 
+def patch_methods(patch, owner, makers):
+    """patch(owner, name, make) for each name and make of `makers`, in order."""
+    for name, make in makers.items():
+        patch(owner, name, make)
+
+
 _wrapped_methods = set()  # (class, method name, who) already wrapped by wrap_methods_at_init
 
 

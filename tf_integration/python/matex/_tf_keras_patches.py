@@ -22,6 +22,7 @@ import sys
 import warnings
 
 from . import _file_patches, _gradients, _import_hook, _runtime, _same_data, _variable_sync
+from ._patching import patch_methods
 
 _warned = [False]
 
@@ -79,14 +80,13 @@ def apply_all(patch):
     from tf_keras.src.optimizers import optimizer as new_optimizer
     from tf_keras.src.optimizers.legacy import optimizer_v2
 
-    patch(new_optimizer.Optimizer, "apply_gradients", _make_apply_gradients)
-    patch(optimizer_v2.OptimizerV2, "apply_gradients", _make_apply_gradients)
-    # They override apply_gradients: reduce before their finiteness check, so every rank decides alike.
-    patch(loss_scale_optimizer.LossScaleOptimizer, "apply_gradients", _make_apply_gradients)
-    patch(loss_scale_optimizer.LossScaleOptimizerV3, "apply_gradients", _make_apply_gradients)
-    patch(tf_keras.Model, "fit", _make_fit_or_evaluate)
-    patch(tf_keras.Model, "evaluate", _make_fit_or_evaluate)
-    patch(tf_keras.Model, "make_train_function", _make_make_train_function)
+    # The loss-scale optimizers override apply_gradients: reduce before their finiteness check, so every rank
+    # decides alike.
+    for optimizer in (new_optimizer.Optimizer, optimizer_v2.OptimizerV2, loss_scale_optimizer.LossScaleOptimizer,
+                      loss_scale_optimizer.LossScaleOptimizerV3):
+        patch(optimizer, "apply_gradients", _make_apply_gradients)
+    patch_methods(patch, tf_keras.Model, {"fit": _make_fit_or_evaluate, "evaluate": _make_fit_or_evaluate,
+                                          "make_train_function": _make_make_train_function})
     _file_patches.apply_tf_keras(patch)
 
 

@@ -1,0 +1,24 @@
+// test_index_list.cc - format_index_list, the "0-3,8" formatter behind the
+// PU, core and NUMA lists. Includes the library's private header directly.
+#include <gtest/gtest.h>
+
+#include "topology/index_list.h"
+
+namespace {
+
+using matexcomm::topo::format_index_list;
+
+TEST(IndexList, FormatsRunsAndSingles) {
+  EXPECT_EQ(format_index_list({}), "");
+  EXPECT_EQ(format_index_list({5}), "5");
+  EXPECT_EQ(format_index_list({0, 1, 2, 3, 8}), "0-3,8");
+  EXPECT_EQ(format_index_list({0, 2, 4}), "0,2,4");
+  EXPECT_EQ(format_index_list({0, 1, 3, 4, 6}), "0-1,3-4,6");
+}
+
+TEST(IndexList, SortsAndDropsDuplicates) {
+  EXPECT_EQ(format_index_list({8, 3, 2, 1, 0, 2}), "0-3,8");
+  EXPECT_EQ(format_index_list({7, 7, 7}), "7");
+}
+
+}  // namespace
