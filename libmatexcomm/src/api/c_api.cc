@@ -35,7 +35,7 @@ struct CommEntry {
   // (the MPI interposer's among them), so finalizing them never ends MPI.
   bool counts_for_mpi = true;
 };
-using CommRegistry = matexcomm::capi::HandleRegistry<matex_comm_t, CommEntry>;
+using CommRegistry = matexcomm::capi::HandleRegistry<matex_comm_t, CommEntry, 1>;
 
 // Whether finalizing the last communicator ends MPI. Never destroyed.
 struct MpiLifetime {
@@ -72,12 +72,14 @@ void require_out(const void* pointer, const char* argument) {
 }
 
 matex_comm_t register_communicator(std::unique_ptr<matexcomm::Communicator> impl, bool counts_for_mpi) {
-  if (counts_for_mpi) {
+  const matex_comm_t handle =
+      CommRegistry::instance().add(std::make_shared<CommEntry>(CommEntry{std::move(impl), counts_for_mpi}));
+  if (counts_for_mpi) {  // counted once it is registered: nothing after this can fail
     MpiLifetime& lifetime = mpi_lifetime();
     std::lock_guard<std::mutex> lock(lifetime.mutex);
     ++lifetime.live;
   }
-  return CommRegistry::instance().add(std::make_shared<CommEntry>(CommEntry{std::move(impl), counts_for_mpi}));
+  return handle;
 }
 
 }  // namespace matexcomm::capi

@@ -24,7 +24,7 @@ using matexcomm::capi::require_out;
 
 namespace {
 
-using EngineRegistry = matexcomm::capi::HandleRegistry<matex_engine_t, matexcomm::Engine>;
+using EngineRegistry = matexcomm::capi::HandleRegistry<matex_engine_t, matexcomm::Engine, 2>;
 
 matexcomm::Engine& live_engine(matex_engine_t engine) {
   MATEX_REQUIRE(engine != nullptr, MATEX_ERR_NOT_INITIALIZED, "engine is NULL: call matex_engine_create first");

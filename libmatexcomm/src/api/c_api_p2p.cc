@@ -22,7 +22,7 @@ using matexcomm::capi::require_out;
 
 namespace {
 
-using P2pRegistry = matexcomm::capi::HandleRegistry<matex_p2p_t, P2pRequest>;
+using P2pRegistry = matexcomm::capi::HandleRegistry<matex_p2p_t, P2pRequest, 3>;
 
 matex_p2p_t hand_out(std::unique_ptr<P2pRequest> request) {
   return P2pRegistry::instance().add(std::shared_ptr<P2pRequest>(std::move(request)));

@@ -125,7 +125,7 @@ void Communicator::reduce(const void* send, void* recv, size_t count, matex_dtyp
   if (is_root) require_buffer(recv, count, "recvbuf");
   MATEX_REQUIRE((in_place || !is_device_memory(send)) && !(is_root && is_device_memory(recv)),
                 MATEX_ERR_UNSUPPORTED, std::string("matex_reduce") + kHostOnly);
-  const bool hierarchical = reduce_prefers_hierarchy(context_);
+  const bool hierarchical = selector_->reduce_is_hierarchical();
   CallSignature call = reduction_call(CallKind::kReduce, count, dtype, op);
   call.root = root;
   run_collective(call, [&] {

@@ -97,6 +97,8 @@ int Selector::pick_broadcast(size_t bytes) const {
   return select_broadcast(context_, choice_[MATEX_COLL_BROADCAST], bytes, broadcast_table_.get());
 }
 
+bool Selector::reduce_is_hierarchical() const { return reduce_prefers_hierarchy(context_); }
+
 const char* Selector::auto_algorithm(matex_collective_t coll, size_t bytes) const {
   switch (coll) {
     case MATEX_COLL_ALLREDUCE:
@@ -105,7 +107,7 @@ const char* Selector::auto_algorithm(matex_collective_t coll, size_t bytes) cons
     case MATEX_COLL_BROADCAST: return algorithm_info(coll, pick_broadcast(bytes)).name;
     case MATEX_COLL_ALLGATHER:
     case MATEX_COLL_REDUCE_SCATTER: return "flat";
-    case MATEX_COLL_REDUCE: return reduce_prefers_hierarchy(context_) ? "hier" : "flat";
+    case MATEX_COLL_REDUCE: return reduce_is_hierarchical() ? "hier" : "flat";
   }
   MATEX_RAISE(MATEX_ERR_INVALID_ARG, "coll = " + std::to_string(static_cast<int>(coll)) +
                                          " is not a matex_collective_t");

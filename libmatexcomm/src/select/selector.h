@@ -100,6 +100,8 @@ class Selector {
   // they are (Communicator::fuses_without_copies).
   bool fuses_without_copies() const;
   int pick_broadcast(size_t bytes) const;  // a BroadcastId
+  // Reduce has no choice to make: the layout decides (reduce_prefers_hierarchy).
+  bool reduce_is_hierarchical() const;
   // The name of what runs for `bytes` on host buffers (matex_auto_algorithm).
   const char* auto_algorithm(matex_collective_t coll, size_t bytes) const;
   // How auto chooses, in lines of text (matex_describe_selection).
