@@ -186,10 +186,9 @@ bool nccl_cannot_reduce(matex_dtype_t dtype, matex_op_t op) {
 }
 
 // The newer dtypes with every op and the bitwise ops with every integer dtype.
-// The staged path serves them all; nccl_hier serves bool (as uint8 max/min),
-// uint32 and uint64, and refuses the rest with MATEX_ERR_UNSUPPORTED, naming
-// the dtype or op, on every rank alike and before any communication, so the
-// communicator goes on working (the next pair runs on it).
+// The staged path serves them all; NCCL serves bool (as uint8 max/min),
+// uint32 and uint64, and under auto the pairs it lacks take the staged path
+// (ForcedNcclHierRefusesWhatNcclLacks: forced nccl_hier refuses them).
 TEST_P(GpuCollectives, AllreduceNewerDtypesAndBitwiseOps) {
   GpuComm comm(GetParam());
   const int p = world_size(), me = world_rank();
@@ -211,15 +210,11 @@ TEST_P(GpuCollectives, AllreduceNewerDtypesAndBitwiseOps) {
         const matex_status_t status = matex_allreduce(comm.get(), send.get(), recv.get(), count, dtype, op);
         const std::string what = std::string(matex_dtype_name(dtype)) + " " + matex_op_name(op) + " count " +
                                  std::to_string(count) + " on " + GetParam();
-        if (nccl && nccl_cannot_reduce(dtype, op)) {
-          EXPECT_EQ(status, MATEX_ERR_UNSUPPORTED) << what;
-          const std::string message = matex_last_error();
-          const char* named = matex_test::is_bitwise(op) ? matex_op_name(op) : matex_dtype_name(dtype);
-          EXPECT_NE(message.find(named), std::string::npos) << what << ": " << message;
-          wrong += status != MATEX_ERR_UNSUPPORTED;
-          return;
-        }
         ASSERT_EQ(status, MATEX_SUCCESS) << what << ": " << matex_last_error();
+        const std::string ran = last_algorithm(comm.get(), MATEX_COLL_ALLREDUCE);
+        const std::string expected = nccl && !nccl_cannot_reduce(dtype, op) ? "nccl_hier" : "staged";
+        EXPECT_EQ(ran, expected) << what;
+        wrong += ran != expected;
         comm.sync();
         recv.download(result.data());
         for (size_t i = 0; i < count; ++i) {
@@ -232,10 +227,12 @@ TEST_P(GpuCollectives, AllreduceNewerDtypesAndBitwiseOps) {
 }
 
 // Data movement needs no NCCL type: int16 and bool broadcast and reduce_scatter
-// (the latter refused by NCCL for int16, as above) on device buffers.
+// on device buffers (reduce_scatter of int16, which NCCL lacks, is staged under auto).
 TEST_P(GpuCollectives, NewerDtypesBroadcastAndReduceScatter) {
   GpuComm comm(GetParam());
   const bool nccl = expected_algorithm(comm.get(), GetParam()) == "nccl_hier";
+  int nodes = 0;
+  matex_comm_node_count(comm.get(), &nodes);
   const size_t p = static_cast<size_t>(world_size());
   const int me = world_rank();
   const int root = world_size() - 1;
@@ -260,8 +257,12 @@ TEST_P(GpuCollectives, NewerDtypesBroadcastAndReduceScatter) {
         DeviceArray whole(count * p * sizeof(T)), out(count * sizeof(T));
         whole.upload(input.data());
         const matex_status_t status = matex_reduce_scatter(comm.get(), whole.get(), out.get(), count, dtype, MATEX_SUM);
-        if (status == MATEX_ERR_UNSUPPORTED && nccl && dtype == MATEX_INT16) return;  // NCCL lacks int16
         ASSERT_EQ(status, MATEX_SUCCESS) << matex_dtype_name(dtype) << ": " << matex_last_error();
+        // NCCL on one node, where it has the type; else (int16 under auto too) staged.
+        const std::string expected = nccl && nodes == 1 && dtype != MATEX_INT16 ? "nccl" : "staged";
+        const std::string ran = last_algorithm(comm.get(), MATEX_COLL_REDUCE_SCATTER);
+        EXPECT_EQ(ran, expected) << matex_dtype_name(dtype);
+        wrong += ran != expected;
         comm.sync();
         out.download(block.data());
         for (size_t i = 0; i < count; ++i) {
@@ -282,6 +283,50 @@ TEST_P(GpuCollectives, MixedHostAndDeviceBuffersAreRefused) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, GpuCollectives, ::testing::Values("auto", "staged"));
+
+// Forced nccl_hier refuses the reductions NCCL lacks with MATEX_ERR_UNSUPPORTED,
+// naming the dtype or op, on every rank alike and before any communication,
+// so the communicator goes on working (the next call runs on it). Only where
+// NCCL works (not when ranks of a node share a GPU: nccl_hier fails there).
+TEST(GpuCollectivesForced, NcclHierRefusesWhatNcclLacks) {
+  bool nccl = false;
+  {
+    GpuComm probe("auto");
+    nccl = expected_algorithm(probe.get(), "auto") == "nccl_hier";
+  }
+  if (!nccl) GTEST_SKIP() << "NCCL is not usable here (ranks share a GPU), so nccl_hier cannot be forced";
+  GpuComm comm("nccl_hier");
+  const int p = world_size(), me = world_rank();
+  long long wrong = 0;
+  const size_t count = 1021;
+  for (const matex_test::DtypeOp& pair : matex_test::new_reduction_pairs()) {
+    if (matex_test::refused_pair(pair.dtype, pair.op) || !nccl_cannot_reduce(pair.dtype, pair.op)) continue;
+    with_dtype(pair.dtype, [&](auto traits) {
+      using T = typename decltype(traits)::Storage;
+      DeviceArray send(count * sizeof(T)), recv(count * sizeof(T));
+      const matex_status_t status = matex_allreduce(comm.get(), send.get(), recv.get(), count, pair.dtype, pair.op);
+      const std::string what = std::string(matex_dtype_name(pair.dtype)) + " " + matex_op_name(pair.op);
+      EXPECT_EQ(status, MATEX_ERR_UNSUPPORTED) << what;
+      const std::string message = matex_last_error();
+      const char* named = matex_test::is_bitwise(pair.op) ? matex_op_name(pair.op) : matex_dtype_name(pair.dtype);
+      EXPECT_NE(message.find(named), std::string::npos) << what << ": " << message;
+      wrong += status != MATEX_ERR_UNSUPPORTED;
+    });
+  }
+  // Still usable: an int32 sum runs on NCCL and is right.
+  const ReductionPattern pattern(MATEX_SUM, false, p);
+  std::vector<int32_t> host(count), result(count);
+  for (size_t i = 0; i < count; ++i) host[i] = static_cast<int32_t>(pattern.input(i, me));
+  DeviceArray send(count * sizeof(int32_t)), recv(count * sizeof(int32_t));
+  send.upload(host.data());
+  ASSERT_EQ(matex_allreduce(comm.get(), send.get(), recv.get(), count, MATEX_INT32, MATEX_SUM), MATEX_SUCCESS)
+      << matex_last_error();
+  comm.sync();
+  recv.download(result.data());
+  for (size_t i = 0; i < count; ++i) wrong += result[i] != static_cast<double>(pattern.expected(i));
+  EXPECT_EQ(last_algorithm(comm.get(), MATEX_COLL_ALLREDUCE), "nccl_hier");
+  agree_no_errors(wrong, "forced nccl_hier: statuses of the pairs NCCL lacks, or a wrong int32 sum after them");
+}
 
 // The engine's fused allreduce of device tensors (batched pack/unpack and scaling kernels).
 TEST(GpuEngine, FusedDeviceTensorsWithScaling) {

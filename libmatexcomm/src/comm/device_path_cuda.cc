@@ -5,7 +5,9 @@
 // Choice (MATEX_CUDA_ALGO, identical on every rank):
 //   auto      nccl_hier when the node's NCCL communicator works on every rank
 //             (it does not when two ranks of a node share a GPU), else staged;
-//   nccl_hier the same, but an error when NCCL cannot be used;
+//             a reduction NCCL lacks (int16, uint16, bitwise ops) is staged;
+//   nccl_hier the same, but an error when NCCL cannot be used, and
+//             MATEX_ERR_UNSUPPORTED for a reduction NCCL lacks;
 //   staged    the host algorithm (MATEX_ALLREDUCE_ALGO, matex_set_algorithm)
 //             on pinned copies, chunk by chunk.
 // Allgather always stages; reduce_scatter uses NCCL on a single node.
@@ -26,6 +28,7 @@
 #include "gpu/cuda_resources.h"
 #include "gpu/device_kernels.h"
 #include "gpu/device_pointer.h"
+#include "gpu/nccl_node_comm.h"
 
 namespace matexcomm {
 
@@ -97,7 +100,7 @@ class CudaDevicePath final : public DevicePath {
     prepare(recv);
     const size_t element = dtype_size(dtype);
     const size_t p = static_cast<size_t>(ctx_.layout->world_size);
-    if (use_nccl() && ctx_.layout->node_count == 1) {
+    if (nccl_reduces(dtype, op) && ctx_.layout->node_count == 1) {
       // NCCL's in place: the output is block `rank` of the input buffer.
       if (send == nullptr) {
         char* whole = static_cast<char*>(recv);
@@ -166,10 +169,17 @@ class CudaDevicePath final : public DevicePath {
   }
 
   bool use_nccl() const { return gpu_.nccl != nullptr; }
+  // NCCL reduces (dtype, op) here. Under auto, a pair NCCL lacks (int16,
+  // uint16, the bitwise ops) goes through the staged path instead; forced
+  // nccl_hier refuses it with MATEX_ERR_UNSUPPORTED. Both depend only on the
+  // arguments and the node's NCCL, so every rank takes the same path.
+  bool nccl_reduces(matex_dtype_t dtype, matex_op_t op) const {
+    return use_nccl() && (choice_ == "nccl_hier" || gpu::nccl_reduction_problem(dtype, op).empty());
+  }
 
   const char* run_allreduce(Communicator& host, const void* send, void* recv, size_t count, matex_dtype_t dtype,
                             matex_op_t op) {
-    if (use_nccl()) {
+    if (nccl_reduces(dtype, op)) {
       gpu_allreduce_nccl_hier(ctx_, gpu_, send, recv, count, dtype, op);
       return "nccl_hier";
     }

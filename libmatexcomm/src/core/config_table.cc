@@ -129,7 +129,8 @@ const std::vector<ConfigEntry>& config_table() {
        kSameOnAllRanks,
        "Collectives on GPU buffers (builds with CUDA): nccl_hier runs NCCL inside the node and MPI across; "
        "staged copies through pinned host memory and runs the host algorithm; auto is nccl_hier where NCCL "
-       "works on every node (not when ranks of a node share a GPU), else staged."},
+       "works on every node (not when ranks of a node share a GPU), else staged; under auto, reductions NCCL "
+       "lacks (int16, uint16, bitwise ops) are staged too, where forced nccl_hier refuses them."},
       {"MATEX_CUDA_AWARE_MPI", ConfigType::kChoice, "auto", "auto|0|1", kUnbounded, kUnbounded, kPerRank,
        "Whether MPI may be handed GPU memory: auto asks MPIX_Query_cuda_support at run time. Used only when "
        "every rank's answer is yes; otherwise transfers across nodes go through the staging pipeline."},
