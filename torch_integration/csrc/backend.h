@@ -23,6 +23,7 @@
 #include "flight_record.h"
 #include "group_worker.h"
 #include "p2p_progress.h"
+#include "torch_compat.h"
 #include "work.h"
 
 namespace matex_torch {
@@ -83,8 +84,9 @@ class MatexBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
                                         std::vector<at::Tensor>& inputs,
                                         const c10d::GatherOptions& opts = c10d::GatherOptions()) override;
-  c10::intrusive_ptr<c10d::Work> gather_into_tensor(at::Tensor& output, at::Tensor& input,
-                                                    const c10d::GatherOptions& opts = c10d::GatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> gather_into_tensor(
+      at::Tensor& output, at::Tensor& input,
+      const c10d::GatherOptions& opts = c10d::GatherOptions()) MATEX_OVERRIDE_FROM_TORCH_2_14;
   c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
                                          std::vector<std::vector<at::Tensor>>& inputs,
                                          const c10d::ScatterOptions& opts = c10d::ScatterOptions()) override;

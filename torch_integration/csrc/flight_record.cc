@@ -6,6 +6,8 @@
 
 #include <atomic>
 
+#include "torch_compat.h"
+
 namespace matex_torch {
 
 namespace {
@@ -61,16 +63,21 @@ bool FlightRecord::native() { return g_native.load(); }
 FlightRecord::FlightRecord(uint64_t index, std::vector<int> global_ranks, int world_rank)
     : index_(index), global_ranks_(global_ranks.begin(), global_ranks.end()) {
   if (!native()) return;
+#if MATEX_TORCH_HAS_NAMED_FLIGHT_RECORDERS
   c10d::FlightRecorder<c10::Event>* recorder = c10d::getFlightRecorder("matex");
   if (recorder == nullptr || !recorder->enabled_) return;
   recorder->setRank(world_rank);
   recorder_ = recorder;
+#else
+  (void)world_rank;  // this torch's recorder has no per-backend instance: record nothing
+#endif
 }
 
 FlightEntry FlightRecord::record(const c10d::Backend& backend, const std::string& op, uint64_t op_id,
                                  const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
                                  std::chrono::milliseconds timeout, bool p2p) {
   FlightEntry entry;
+#if MATEX_TORCH_HAS_NAMED_FLIGHT_RECORDERS
   if (recorder_ == nullptr) return entry;
   std::call_once(named_, [&] {
     group_ = std::make_tuple(backend.getGroupUid(), backend.getGroupDesc());
@@ -91,6 +98,9 @@ FlightEntry FlightRecord::record(const c10d::Backend& backend, const std::string
     entry.sequence_ = static_cast<int64_t>(collective);
     set_at_least(status_->lastEnqueuedSeq, entry.sequence_);
   }
+#else
+  (void)backend, (void)op, (void)op_id, (void)inputs, (void)outputs, (void)timeout, (void)p2p;
+#endif
   return entry;
 }
 
@@ -106,7 +116,9 @@ void FlightEntry::completed() {
   if (started_ != std::chrono::steady_clock::time_point()) {
     duration = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - started_).count();
   }
+#if MATEX_TORCH_HAS_NAMED_FLIGHT_RECORDERS
   recorder_->retire_completed(id_, epoch_, duration);
+#endif
   if (sequence_ >= 0) set_at_least(status_->lastCompletedSeq, sequence_);
   recorder_ = nullptr;
 }

@@ -2,6 +2,8 @@
 
 #include <c10/util/Exception.h>
 
+#include "torch_compat.h"
+
 #include <string>
 
 namespace matex_torch {
@@ -71,7 +73,7 @@ Reduction reduction_of(const c10d::ReduceOp& op, at::ScalarType type, const char
       break;
     case c10d::ReduceOp::PREMUL_SUM: {
       TORCH_CHECK(is_floating(dtype), "matex: ReduceOp.PREMUL_SUM needs a floating dtype", where(collective, type));
-      auto* supplement = dynamic_cast<c10d::PreMulSumSupplement*>(op.supplement_.get());
+      auto* supplement = dynamic_cast<compat::PreMulSumSupplement*>(op.supplement_.get());
       TORCH_CHECK(supplement != nullptr, "matex: ReduceOp.PREMUL_SUM came without its factor", where(collective, type));
       r.premultiplied = true;
       r.factor = supplement->tensor_factor.defined() ? supplement->tensor_factor.item<double>()

@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "torch_compat.h"
+
 namespace matex_torch {
 
 // A DistBackendError carrying `message`, to fail a Completion with.
@@ -102,7 +104,7 @@ class MatexWork : public c10d::Work {
   // GPU calls: the caller's current stream waits for the collective.
   void synchronize() override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
-  std::chrono::milliseconds getTimeout() const override { return timeout_; }
+  std::chrono::milliseconds getTimeout() const MATEX_OVERRIDE_FROM_TORCH_2_14 { return timeout_; }
 
  private:
   std::shared_ptr<Completion> completion_;
