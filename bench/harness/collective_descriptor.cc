@@ -1,7 +1,9 @@
 // collective_descriptor.cc - the collectives matex-bench times, one
-// descriptor each (collectives/*.cc), and the row arithmetic they share.
+// descriptor each (collectives/*.cc), and what they share: the reductions'
+// inputs and the row arithmetic.
 #include "collective_descriptor.h"
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -19,6 +21,16 @@ const CollectiveDescriptor& descriptor_of(matex_collective_t coll) {
     if (descriptor->coll == coll) return *descriptor;
   }
   throw std::invalid_argument("matex-bench does not time collective " + std::to_string(static_cast<int>(coll)));
+}
+
+void prepare_reduction(const RankCall& call, const ReferencePatterns& patterns, uint64_t seq, bool poison,
+                       size_t inputs) {
+  if (call.spec.in_place) {
+    patterns.fill_input(call.rank, seq, 0, inputs, call.recv);
+    return;
+  }
+  patterns.fill_input(call.rank, seq, 0, inputs, call.send);
+  if (poison) std::memset(call.recv, kPoison, call.spec.count * matex_dtype_size(call.spec.dtype));
 }
 
 size_t call_count_for(matex_collective_t coll, size_t bytes, size_t element_bytes, int world_size) {

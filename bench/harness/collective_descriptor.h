@@ -76,6 +76,12 @@ struct CollectiveDescriptor {
 // The descriptor of `coll`; std::invalid_argument for one matex-bench does not time (reduce).
 const CollectiveDescriptor& descriptor_of(matex_collective_t coll);
 
+// What allreduce and reduce_scatter write before a call: this rank's
+// `inputs` elements (in place: into recv), and poison over recv's `count`
+// output elements when `poison` and not in place.
+void prepare_reduction(const RankCall& call, const ReferencePatterns& patterns, uint64_t seq, bool poison,
+                       size_t inputs);
+
 // The count argument for a `bytes` row (0 when the row is too small), and the
 // elements that the row's size stands for.
 size_t call_count_for(matex_collective_t coll, size_t bytes, size_t element_bytes, int world_size);

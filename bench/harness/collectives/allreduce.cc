@@ -2,8 +2,6 @@
 // every rank's recv. busbw factor 2(p-1)/p (nccl-tests').
 #include "collective_descriptor.h"
 
-#include <cstring>
-
 namespace matexbench {
 namespace {
 
@@ -13,12 +11,7 @@ CallExtent extent(const CaseSpec& spec, int) {
 }
 
 void prepare(const RankCall& call, const ReferencePatterns& patterns, uint64_t seq, bool poison) {
-  if (call.spec.in_place) {
-    patterns.fill_input(call.rank, seq, 0, call.spec.count, call.recv);
-    return;
-  }
-  patterns.fill_input(call.rank, seq, 0, call.spec.count, call.send);
-  if (poison) std::memset(call.recv, kPoison, call.spec.count * matex_dtype_size(call.spec.dtype));
+  prepare_reduction(call, patterns, seq, poison, call.spec.count);
 }
 
 ByteSpan input_in_recv(const CaseSpec& spec, int, int) { return {0, spec.count * matex_dtype_size(spec.dtype)}; }

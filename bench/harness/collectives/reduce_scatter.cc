@@ -2,8 +2,6 @@
 // elements reduced, rank r keeping block r of n. busbw factor (p-1)/p.
 #include "collective_descriptor.h"
 
-#include <cstring>
-
 namespace matexbench {
 namespace {
 
@@ -14,13 +12,7 @@ CallExtent extent(const CaseSpec& spec, int world_size) {
 }
 
 void prepare(const RankCall& call, const ReferencePatterns& patterns, uint64_t seq, bool poison) {
-  const size_t inputs = call.spec.count * static_cast<size_t>(call.world_size);
-  if (call.spec.in_place) {
-    patterns.fill_input(call.rank, seq, 0, inputs, call.recv);
-    return;
-  }
-  patterns.fill_input(call.rank, seq, 0, inputs, call.send);
-  if (poison) std::memset(call.recv, kPoison, call.spec.count * matex_dtype_size(call.spec.dtype));
+  prepare_reduction(call, patterns, seq, poison, call.spec.count * static_cast<size_t>(call.world_size));
 }
 
 ByteSpan input_in_recv(const CaseSpec& spec, int, int world_size) {

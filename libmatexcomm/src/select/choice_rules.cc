@@ -26,11 +26,6 @@ int small_family_algorithm(const CollectiveContext& ctx) {
   return ctx.layout->node_count == 1 ? kAllreduceOneshot : kAllreduceRab;
 }
 
-int rail_family_algorithm(const CollectiveContext& ctx, size_t bytes, bool in_place,
-                          const AllreduceThresholds& sizes) {
-  return rail_algorithm(ctx, bytes, in_place, sizes);
-}
-
 bool auto_has_allreduce_choice(const CollectiveContext& ctx) {
   return ctx.hierarchical_ok && ctx.layout->world_size > 1;
 }

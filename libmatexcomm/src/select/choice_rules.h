@@ -48,11 +48,8 @@ AllreduceFamily auto_allreduce_family(const CollectiveContext& ctx, size_t bytes
 // it for messages of MATEX_CMA_MAX_BYTES and more (else MATEX_ERR_MISMATCH).
 int select_allreduce(const CollectiveContext& ctx, const std::string& choice, size_t bytes, bool in_place,
                      const AllreduceThresholds& sizes);
-// The ids behind a table's families here: the small one (oneshot on one
-// node, rab on several) and the rail one at `bytes` (the CMA sizes decide).
+// The id behind a table's small family here: oneshot on one node, rab on several.
 int small_family_algorithm(const CollectiveContext& ctx);
-int rail_family_algorithm(const CollectiveContext& ctx, size_t bytes, bool in_place,
-                          const AllreduceThresholds& sizes);
 
 // Whether broadcast's hierarchy can help: several nodes, some with several ranks.
 bool broadcast_hierarchy_helps(const CollectiveContext& ctx);
