@@ -11,9 +11,17 @@
 #   3. without a usable GPU: stop here (exit 3);
 #   4. ctest -L gpu, then the GPU benchmarks: matex-bench --mem cuda at np 1 and
 #      np 2 (MATEX_VIRTUAL_NODES=1,1) next to MPI, matex-gpu-microbench
-#      (pack/unpack vs D2D, staging vs D2H/H2D); ctest -L unit as a CPU smoke
-#      test last (the GPU measurements get the time first);
-#   5. a markdown summary table, printed LAST (also to gpu_check_summary.md).
+#      (pack/unpack vs D2D, staging vs D2H/H2D); the PyTorch backend on CUDA
+#      tensors against torch's own NCCL (np 1) and gloo (np 2 on 1,1)
+#      (bench/gpu/torch_cuda_check.py); a plain two-process CUDA round trip
+#      (matex-cuda-roundtrip: the GPU's time-slicing, apart from the library);
+#   5. the CPU section on the machine's cores: the aggregate memcpy bandwidth
+#      (matex-memcpy-aggregate: the limit), matex-bench --compare mpi at np 2,
+#      4, 8, 16 on one node and on 8,8 and 4,4,4,4 (worst speedup per layout,
+#      busbw at the largest size against the limit), --compare all at np 16;
+#      then ctest -L unit as a CPU smoke test (the GPU measurements get the
+#      time first);
+#   6. a markdown summary table, printed LAST (also to gpu_check_summary.md).
 #
 # Output: everything is tee'd to $OUT/gpu_check.log when $OUT is set, else to
 # <build dir>/gpu_check.log; the bench JSON files and the summary go next to it.
@@ -29,13 +37,19 @@
 #   MATEX_CUDA_ARCHITECTURES    CMAKE_CUDA_ARCHITECTURES (default: 90 on an H100/H200,
 #                               else the GPU's compute capability, else CMake's default)
 #   MATEX_GPU_BUILD_JOBS        parallel build jobs (default nproc)
-#   MATEX_GPU_CHECK_BUDGET_S    total time budget in seconds (default 450)
+#   MATEX_GPU_CHECK_BUDGET_S    total time budget in seconds (default 540)
 #   MATEX_GPU_BUILD_TIMEOUT_S   configure+build limit (default 240)
 #   MATEX_GPU_DEPS_DIR          carried dependencies (default .gpu_deps)
 #   MATEX_GPU_FORCE_CARRIED=1   use .gpu_deps even where the system has MPI/hwloc/...
 #   MATEX_GPU_CHECK_FORCE_RUN=1 run the steps after the build even without a GPU
 #                               (to test this script's parsing on a CPU machine)
 #   MATEX_GPU_SKIP_BUILD=1      use the build directory as it is (no configure/build)
+#   MATEX_GPU_CHECK_STEPS       the steps after the build to run, of: gpu bench micro torch
+#                               roundtrip cpu unit (default all)
+#   MATEX_GPU_CHECK_CPU_RANKS   one-node rank counts of the CPU section (default "2 4 8 16")
+#   MATEX_GPU_CHECK_CPU_LAYOUTS virtual-node layouts of the CPU section (default "8,8 4,4,4,4")
+#   MATEX_GPU_CHECK_CPU_MAX     largest size of the CPU section (default 256M)
+#   MATEX_GPU_CHECK_TORCH_MIB   size of the torch section's timed calls in MiB (default 64)
 set -uo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -43,12 +57,17 @@ cd "$repo_root" || exit 4
 
 BUILD_DIR=${MATEX_GPU_BUILD_DIR:-build-gpu}
 DEPS_DIR=${MATEX_GPU_DEPS_DIR:-$repo_root/.gpu_deps}
-BUDGET_S=${MATEX_GPU_CHECK_BUDGET_S:-450}
+BUDGET_S=${MATEX_GPU_CHECK_BUDGET_S:-540}
 BUILD_TIMEOUT_S=${MATEX_GPU_BUILD_TIMEOUT_S:-240}
 JOBS=${MATEX_GPU_BUILD_JOBS:-$(nproc 2>/dev/null || echo 4)}
 FORCE_CARRIED=${MATEX_GPU_FORCE_CARRIED:-0}
 FORCE_RUN=${MATEX_GPU_CHECK_FORCE_RUN:-0}
 SKIP_BUILD=${MATEX_GPU_SKIP_BUILD:-0}
+STEPS=${MATEX_GPU_CHECK_STEPS:-all}
+CPU_RANKS=${MATEX_GPU_CHECK_CPU_RANKS:-2 4 8 16}
+CPU_LAYOUTS=${MATEX_GPU_CHECK_CPU_LAYOUTS:-8,8 4,4,4,4}
+CPU_MAX=${MATEX_GPU_CHECK_CPU_MAX:-256M}
+TORCH_MIB=${MATEX_GPU_CHECK_TORCH_MIB:-64}
 OMPI_DIR=/tmp/matex-ompi
 SYSROOT=/tmp/matex-sysroot
 RESERVE_S=25   # kept back for the summary and the kill grace of the last step
@@ -104,6 +123,10 @@ isnum() { [[ "$1" =~ ^-?[0-9]+([.][0-9]*)?([eE][-+]?[0-9]+)?$ ]]; }
 fmt() { if isnum "$1"; then awk -v v="$1" 'BEGIN { printf "%.1f", v }'; else echo "n/a"; fi; }
 # ge <value> <target>: 0 when value is a number >= target.
 ge() { isnum "$1" && awk -v v="$1" -v t="$2" 'BEGIN { exit !(v + 0 >= t + 0) }'; }
+# want_step <name>: whether MATEX_GPU_CHECK_STEPS runs that step.
+want_step() { [[ "$STEPS" == all || " $STEPS " == *" $1 "* ]]; }
+# kv <line> <key>: the value of key=value in a line of such pairs.
+kv() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p" | head -1; }
 
 EXIT_STATUS=""
 finish() {
@@ -208,7 +231,8 @@ if (( ! GPU_OK )) && (( ! FORCE_RUN )); then
   banner "3. no GPU"
   if (( BUILD_OK )); then
     echo "no GPU: $GPU_REASON; the build above succeeded, nothing was run"
-    for r in "gpu ctest" "bench np1" "bench np2 (1,1)" "gpu microbench" "unit ctest (CPU smoke)"; do
+    for r in "gpu ctest" "bench np1" "bench np2 (1,1)" "gpu microbench" "torch np1" "torch np2 (1,1)" \
+             "cuda round trip (2 procs, 1 GPU)" "cpu section" "unit ctest (CPU smoke)"; do
       add_row "$r" "not run" "no GPU" 0
     done
     finish 3 "no GPU: $GPU_REASON"
@@ -252,7 +276,9 @@ run_ctest() {
 
 # ---------------------------------------------------------------- 4. GPU tests
 banner "4. ctest -L gpu"
-if [[ -f "$BUILD_DIR/CTestTestfile.cmake" ]]; then
+if ! want_step gpu; then
+  echo "(not in MATEX_GPU_CHECK_STEPS)"
+elif [[ -f "$BUILD_DIR/CTestTestfile.cmake" ]]; then
   run_ctest "gpu ctest" 150 -L gpu --output-on-failure --timeout 300
 else
   add_row "gpu ctest" "FAIL" "not run: no CTestTestfile.cmake in $BUILD_DIR" 0; fail_note "gpu ctest"
@@ -305,7 +331,9 @@ EOF
 
 banner "5. matex-bench --mem cuda (np 1, np 2 on 1,1)"
 bench_args=(--mem cuda -b 1K -e 256M -f 4 -c 1 -n 20 -w 3 --compare mpi)
-if [[ ! -x "$BIN/matex-bench" ]]; then
+if ! want_step bench; then
+  echo "(not in MATEX_GPU_CHECK_STEPS)"
+elif [[ ! -x "$BIN/matex-bench" ]]; then
   for r in "bench np1" "bench np2 (1,1)"; do add_row "$r" "FAIL" "not run: $BIN/matex-bench was not built" 0; done
   fail_note "bench not built"
 elif ! grep -qa -- '--mem' "$BIN/matex-bench"; then
@@ -330,7 +358,9 @@ fi
 # ---------------------------------------------------------------- 6. matex-gpu-microbench
 banner "6. matex-gpu-microbench"
 t0=$SECONDS
-if [[ ! -x "$BIN/matex-gpu-microbench" ]]; then
+if ! want_step micro; then
+  echo "(not in MATEX_GPU_CHECK_STEPS)"
+elif [[ ! -x "$BIN/matex-gpu-microbench" ]]; then
   add_row "gpu microbench" "FAIL" "not run: $BIN/matex-gpu-microbench was not built" 0
   fail_note "gpu microbench not built"
 else
@@ -373,15 +403,20 @@ EOF
 fi
 
 # ---------------------------------------------------------------- 4b. CPU smoke
-banner "4b. ctest -L unit (CPU smoke)"
-if [[ -f "$BUILD_DIR/CTestTestfile.cmake" ]]; then
+# shellcheck source=bench/gpu/gpu_check_more.sh
+source "$repo_root/bench/gpu/gpu_check_more.sh"
+
+banner "9. ctest -L unit (CPU smoke)"
+if ! want_step unit; then
+  echo "(not in MATEX_GPU_CHECK_STEPS)"
+elif [[ -f "$BUILD_DIR/CTestTestfile.cmake" ]]; then
   run_ctest "unit ctest (CPU smoke)" 60 -L unit --timeout 60 -j "$(( JOBS < 8 ? JOBS : 8 ))"
 else
   add_row "unit ctest (CPU smoke)" "FAIL" "not run: no CTestTestfile.cmake" 0; fail_note "unit ctest"
 fi
 
 # ---------------------------------------------------------------- 7. summary
-banner "7. summary"
+banner "10. summary"
 if (( ! BUILD_OK )); then
   finish 5
 elif (( ${#FAILURES[@]} )); then

@@ -223,9 +223,12 @@ TEST(Selection, TrialsSettleAlikeOnEveryRank) {
       for (const std::string& name : ran) EXPECT_EQ(name, ran[0]) << "count " << count << ": " << sequence;
       continue;
     }
-    // Round one: each contender once, until the rule's pick comes back.
+    // Round one: each contender once, until a name comes back (round two's challenger).
     size_t contenders = 1;
-    while (contenders < ran.size() && ran[contenders] != ran[0]) ++contenders;
+    while (contenders < ran.size() && std::find(ran.begin(), ran.begin() + contenders, ran[contenders]) ==
+                                          ran.begin() + contenders) {
+      ++contenders;
+    }
     if (contenders == 1) {
       // Nothing to try: only where one node without cross-memory attach has
       // rs_ar_ag alone above the small algorithms' sizes.
@@ -240,9 +243,11 @@ TEST(Selection, TrialsSettleAlikeOnEveryRank) {
     // On several nodes MPI's own allreduce contends.
     const bool flat_contends = std::find(ran.begin(), ran.begin() + contenders, "flat") != ran.begin() + contenders;
     EXPECT_EQ(flat_contends, shape.nodes > 1) << sequence;
-    // Round two: the rule's pick and one other; then the settled choice, one of the two.
-    const std::string challenger = ran[contenders + 1];
+    // Round two: one other first (the call behind the agreement), then the rule's pick; then the
+    // settled choice, one of the two.
+    const std::string challenger = ran[contenders];
     EXPECT_NE(std::find(ran.begin() + 1, ran.begin() + contenders, challenger), ran.begin() + contenders) << sequence;
+    EXPECT_EQ(ran[contenders + 1], ran[0]) << "round two ends with the rule's pick: " << sequence;
     EXPECT_TRUE(settled == ran[0] || settled == challenger) << settled << " after " << sequence;
     // The watch may start the trials again after its first window, which has
     // 2 calls at least (AllreduceTrials::kMinWatchCalls).

@@ -84,7 +84,7 @@ TEST(AllreduceTrials, EachCandidateOnceThenThePickAndTheFastestOther) {
   const size_t bytes = 1 << 20;
   EXPECT_FALSE(trials.decided(bytes).has_value());
   const std::vector<int> ran = run_trials(trials, bytes, {2, 0, 1, 3}, {{2, 3e-3}, {0, 2e-3}, {1, 1e-3}, {3, 4e-3}});
-  EXPECT_EQ(ran, (std::vector<int>{2, 0, 1, 3, 2, 1}));
+  EXPECT_EQ(ran, (std::vector<int>{2, 0, 1, 3, 1, 2}));
   ASSERT_TRUE(trials.decided(bytes).has_value());
   EXPECT_EQ(*trials.decided(bytes), 1);
   const Served served = serve(trials, bytes, 1e-3, 10);
@@ -93,7 +93,7 @@ TEST(AllreduceTrials, EachCandidateOnceThenThePickAndTheFastestOther) {
   EXPECT_FALSE(served.restart.has_value());
   const std::string text = trials.explain(name_of);
   EXPECT_NE(text.find("[1 MiB, 1.25 MiB): a1; at 1 MiB, round one a2 3000.0 us, a0 2000.0 us, a1 1000.0 us, "
-                      "a3 4000.0 us; round two a2 3000.0 us, a1 1000.0 us (16 calls)"),
+                      "a3 4000.0 us; round two a2 3000.0 us, a1 1000.0 us; the cycle cost 8010.0 us (16 calls)"),
             std::string::npos)
       << text;
 }
@@ -110,16 +110,18 @@ TEST(AllreduceTrials, TheAgreedFiguresDecideNotThisRanks) {
       trials.choose_challenger(bytes, {3e-9, 2e-9, 1e-9});  // agreed: 2 is
     }
   }
-  EXPECT_EQ(trials.trial_pick(bytes, candidates), 0);
-  trials.record(bytes, 0, 3e-3, false, candidates);
+  // Round two: the challenger first (the call behind the agreement), then the rule's pick.
   EXPECT_EQ(trials.trial_pick(bytes, candidates), 2);
-  ASSERT_EQ(trials.record(bytes, 2, 2e-3, false, candidates), Agreement::kSettle);
+  trials.record(bytes, 2, 2e-3, false, candidates);
+  EXPECT_EQ(trials.trial_pick(bytes, candidates), 0);
+  ASSERT_EQ(trials.record(bytes, 0, 3e-3, false, candidates), Agreement::kSettle);
   const std::vector<double> mine = trials.figures(bytes);
-  ASSERT_EQ(mine.size(), 3u);  // and the last agreement's cost, for the watch
+  ASSERT_EQ(mine.size(), 4u);  // and the last agreement's cost, for the watch, and the cycle's time
   EXPECT_DOUBLE_EQ(mine[0], 3e-3 / bytes);
   EXPECT_DOUBLE_EQ(mine[1], 2e-3 / bytes);
-  EXPECT_ANY_THROW(trials.settle(bytes, {1e-9, 2e-9}));
-  trials.settle(bytes, {1e-9, 2e-9, 1e-6});  // agreed: the rule's pick is faster
+  EXPECT_DOUBLE_EQ(mine[3], 3e-3 + 1e-3 + 2e-3 + 2e-3 + 3e-3);
+  EXPECT_ANY_THROW(trials.settle(bytes, {1e-9, 2e-9, 1e-6}));
+  trials.settle(bytes, {1e-9, 2e-9, 1e-6, 11e-3});  // agreed: the rule's pick is faster
   EXPECT_EQ(*trials.decided(bytes), 0);
 }
 
@@ -128,10 +130,11 @@ TEST(AllreduceTrials, TheFastestCallCountsAndTiesKeepTheRulesPick) {
   const size_t bytes = 1000;
   const std::vector<int> candidates{3, 4};
   // One slow (preempted) call of each does not decide: the fastest counts.
-  const std::vector<double> seconds = {9e-3, 1e-3, 1e-3, 9e-3};  // 3, 4, 3, 4
+  const std::vector<double> seconds = {9e-3, 1e-3, 9e-3, 1e-3};  // 3, 4, then round two 4, 3
+  const std::vector<int> order = {3, 4, 4, 3};
   for (size_t call = 0; call < 4; ++call) {
     const int pick = trials.trial_pick(bytes, candidates);
-    EXPECT_EQ(pick, candidates[call % 2]);
+    EXPECT_EQ(pick, order[call]);
     const Agreement due = trials.record(bytes, pick, seconds[call], false, candidates);
     if (due == Agreement::kChallenger) trials.choose_challenger(bytes, trials.figures(bytes));
     if (due == Agreement::kSettle) trials.settle(bytes, trials.figures(bytes));
@@ -229,17 +232,21 @@ TEST(AllreduceTrials, TheTrialsComeBackEveryCycle) {
   // new figures count: with the old ones kept, 1 (1e-3) would win again.
   EXPECT_TRUE(trials.trial_due(bytes));
   const std::vector<int> ran = run_trials(trials, bytes, {0, 1, 2}, {{0, 1.5e-3}, {1, 3e-3}, {2, 2e-3}});
-  EXPECT_EQ(ran, (std::vector<int>{0, 1, 2, 0, 2}));
+  EXPECT_EQ(ran, (std::vector<int>{0, 1, 2, 2, 0}));
   EXPECT_EQ(*trials.decided(bytes), 0);
 }
 
-// The watch: after a group settles, a window whose fastest call is kDrift
-// off the choice's figure, either way, starts the trials again at the next
-// call; smaller changes do not. The first window after a settle counts only
-// calls slower than the trials' (a group's first calls run cold) and then
-// gives the figure.
+// The watch: after a group settles, windows whose fastest call is kDrift
+// off the choice's figure, either way, start the trials again at the next
+// call once, in a row, they were off by as much time as the trials cost
+// over the choice; smaller changes do not. The first window after a settle
+// counts only calls slower than the trials' (a group's first calls run
+// cold) and then gives the figure.
 TEST(AllreduceTrials, TheWatchStartsTheTrialsAgainAfterADrift) {
   const size_t bytes = 1 << 22;
+  // The trials below: 2, 1, then 1, 2 ms, where the choice would take 4 x 1 ms; two agreements.
+  const double cost = (2e-3 + 1e-3 + 1e-3 + 2e-3 - 4e-3) + 2 * AllreduceTrials::kFirstAgreementSeconds;
+  const double window = static_cast<double>(AllreduceTrials::kMinWatchCalls);  // a millisecond call
   for (double factor : {3.0, 1.6, 1 / 1.6, 1.4, 1 / 1.4}) {
     AllreduceTrials trials;
     run_trials(trials, bytes, {0, 1}, {{0, 2e-3}, {1, 1e-3}});
@@ -258,15 +265,54 @@ TEST(AllreduceTrials, TheWatchStartsTheTrialsAgainAfterADrift) {
     EXPECT_TRUE(served.restart->drift) << factor;
     EXPECT_FALSE(served.restart->placement) << factor;
     EXPECT_DOUBLE_EQ(served.restart->ratio, factor);
-    EXPECT_EQ(served.calls, static_cast<int>(AllreduceTrials::kMinWatchCalls)) << factor;  // a millisecond call
+    const int windows = static_cast<int>(std::ceil(cost / (window * std::abs(factor - 1) * 1e-3)));
+    EXPECT_EQ(served.calls, windows * static_cast<int>(window)) << factor;
+    EXPECT_EQ(served.watches, windows) << factor;
     // The choice serves until new figures settle; the new ones decide.
     EXPECT_EQ(*trials.decided(bytes), 1);
     EXPECT_TRUE(trials.trial_due(bytes));
-    EXPECT_EQ(run_trials(trials, bytes, {0, 1}, {{0, 2e-3}, {1, 3e-3}}), (std::vector<int>{0, 1, 0, 1}));
+    EXPECT_EQ(run_trials(trials, bytes, {0, 1}, {{0, 2e-3}, {1, 3e-3}}), (std::vector<int>{0, 1, 1, 0}));
     EXPECT_EQ(*trials.decided(bytes), 0) << factor;
     const std::string text = trials.explain(name_of);
     EXPECT_NE(text.find("; timed again 1x after a drift)"), std::string::npos) << text;
+    if (windows > 1) {
+      EXPECT_NE(text.find("; " + std::to_string(windows - 1) + " drifted windows cost less than the trials"),
+                std::string::npos)
+          << text;
+    }
   }
+}
+
+// Trials that run a slow contender cost much: a window of noise does not
+// buy them again (the windows after it are on the figure, and the count
+// starts over), and a lasting drift starts them once it has cost as much.
+TEST(AllreduceTrials, ANoisyWindowDoesNotBuyExpensiveTrials) {
+  const size_t bytes = 1 << 20;
+  AllreduceTrials trials;
+  // 1, 1 and 30 ms; round two 1 and 1 ms: 29 ms more than five calls of the choice, and two agreements.
+  run_trials(trials, bytes, {0, 1, 2}, {{0, 1e-3}, {1, 1e-3}, {2, 30e-3}});
+  ASSERT_EQ(*trials.decided(bytes), 0);
+  const double cost = 29e-3 + 2 * AllreduceTrials::kFirstAgreementSeconds;
+  const int window = static_cast<int>(AllreduceTrials::kMinWatchCalls);
+  ASSERT_FALSE(serve(trials, bytes, 1e-3, window).restart.has_value());  // the first window
+  for (int round = 0; round < 3; ++round) {
+    const Served noise = serve(trials, bytes, 3e-3, window);  // one window at 3x: 4 ms lost
+    EXPECT_FALSE(noise.restart.has_value()) << round;
+    const Served calm = serve(trials, bytes, 1e-3, 5 * window);
+    EXPECT_FALSE(calm.restart.has_value()) << round;
+    EXPECT_EQ(calm.watches, 5) << round;
+  }
+  // A lasting 2x: 2 ms lost per window, so the trials come back after ceil(29.01 / 2) windows.
+  const Served lasting = serve(trials, bytes, 2e-3, 1000);
+  ASSERT_TRUE(lasting.restart.has_value());
+  EXPECT_TRUE(lasting.restart->drift);
+  const int windows = static_cast<int>(std::ceil(cost / (window * 1e-3)));
+  EXPECT_EQ(lasting.watches, windows);
+  EXPECT_TRUE(trials.trial_due(bytes));
+  EXPECT_NE(trials.explain(name_of).find("; " + std::to_string(3 + windows - 1) +
+                                         " drifted windows cost less than the trials; timed again 1x after a drift"),
+            std::string::npos)
+      << trials.explain(name_of);
 }
 
 TEST(AllreduceTrials, TheFirstWindowCountsOnlySlowerCallsAndThenGivesTheFigure) {

@@ -41,7 +41,9 @@ class CudaDevicePath final : public DevicePath {
         choice_(config.get_string("MATEX_CUDA_ALGO")),
         cuda_aware_setting_(config.get_string("MATEX_CUDA_AWARE_MPI")),
         chunk_bytes_(config.get_bytes("MATEX_CUDA_STAGING_CHUNK_BYTES")),
-        slots_(static_cast<int>(config.get_int("MATEX_CUDA_STAGING_SLOTS"))) {}
+        slots_(static_cast<int>(config.get_int("MATEX_CUDA_STAGING_SLOTS"))) {
+    gpu::probe_devices();  // here, not in the first collective (gpu/device_pointer.h)
+  }
 
   bool is_device(const void* pointer) const override {
     return gpu::memory_kind(pointer) == gpu::MemoryKind::kDevice;

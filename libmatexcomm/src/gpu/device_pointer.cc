@@ -56,6 +56,10 @@ bool some_context_exists() {
 
 }  // namespace
 
+void probe_devices() {
+  if (process_has_device()) (void)some_context_exists();
+}
+
 MemoryKind memory_kind(const void* pointer) {
   if (pointer == nullptr || !process_has_device() || !some_context_exists()) return MemoryKind::kHost;
   cudaPointerAttributes attributes{};

@@ -36,8 +36,9 @@ bool is_trial(uint64_t position, size_t candidates) {
 }
 
 // For --explain: how often the watch started the trials again.
-std::string restarts(uint64_t after_drift, uint64_t after_placement) {
+std::string restarts(uint64_t after_drift, uint64_t after_placement, uint64_t deferred) {
   std::string text;
+  if (deferred > 0) text += "; " + std::to_string(deferred) + " drifted windows cost less than the trials";
   if (after_drift > 0) text += "; timed again " + std::to_string(after_drift) + "x after a drift";
   if (after_placement > 0) text += "; timed again " + std::to_string(after_placement) + "x after a change of placement";
   return text;
@@ -79,7 +80,7 @@ int AllreduceTrials::trial_pick(size_t bytes, const std::vector<int>& candidates
   const size_t count = group->cycle.candidates.size();
   MATEX_REQUIRE(is_trial(position, count), MATEX_ERR_INTERNAL, "no allreduce trial is due at this size");
   if (position < count) return group->cycle.candidates[position];
-  return group->cycle.candidates[position == count ? 0 : group->cycle.challenger];
+  return group->cycle.candidates[position == count ? group->cycle.challenger : 0];
 }
 
 AllreduceTrials::Agreement AllreduceTrials::record(size_t bytes, int algorithm, double seconds, bool in_place,
@@ -92,9 +93,11 @@ AllreduceTrials::Agreement AllreduceTrials::record(size_t bytes, int algorithm, 
     // failed on some ranks left every rank's state as it was.
     MATEX_REQUIRE(!candidates.empty() && candidates.size() <= kMaxCandidates && candidates[0] == algorithm,
                   MATEX_ERR_INTERNAL, "a cycle of allreduce trials must open with the rule's pick");
-    group.cycle = Outcome{candidates, {}, 0, {}};
+    group.cycle = Outcome{candidates, {}, 0, {}, 0};
     group.fastest.assign(candidates.size(), -1);
     group.placements = 0;
+    group.trial_seconds = 0;
+    group.trial_bytes = 0;
     group.watch.window = 0;  // not watched until the cycle settles
     if (candidates.size() == 1) {
       group.choice = candidates[0];
@@ -105,10 +108,12 @@ AllreduceTrials::Agreement AllreduceTrials::record(size_t bytes, int algorithm, 
   ++group.calls;
   const double per_byte = seconds / static_cast<double>(bytes);
   if (count < 2 || !is_trial(position, count)) return watch_call(group, per_byte, placement);
-  const size_t index = position < count ? position : position == count ? 0 : group.cycle.challenger;
+  const size_t index = position < count ? position : position == count ? group.cycle.challenger : 0;
   MATEX_REQUIRE(group.cycle.candidates[index] == algorithm, MATEX_ERR_INTERNAL,
                 "an allreduce trial ran another algorithm than its turn's");
   group.placements |= placement;
+  group.trial_seconds += seconds;
+  group.trial_bytes += static_cast<double>(bytes);
   double& fastest = group.fastest[index];
   if (fastest < 0 || per_byte < fastest) fastest = per_byte;
   if (position + 1 == count) return Agreement::kChallenger;
@@ -141,8 +146,10 @@ std::vector<double> AllreduceTrials::figures(size_t bytes) const {
   if (group == nullptr || group->fastest.empty()) return {};
   const uint64_t position = position_of(*group);
   if (position == group->cycle.candidates.size()) return group->fastest;  // after round one
-  // After round two; the last agreement's cost rides along for the watch.
-  return {group->fastest[0], group->fastest[group->cycle.challenger], last_agreement_seconds_};
+  // After round two; the last agreement's cost rides along for the watch,
+  // and the cycle's own time for what the trials cost.
+  return {group->fastest[0], group->fastest[group->cycle.challenger], last_agreement_seconds_,
+          group->trial_seconds};
 }
 
 void AllreduceTrials::choose_challenger(size_t bytes, const std::vector<double>& slowest_rank_figures) {
@@ -159,9 +166,9 @@ void AllreduceTrials::choose_challenger(size_t bytes, const std::vector<double>&
 
 void AllreduceTrials::settle(size_t bytes, const std::vector<double>& slowest_rank_figures) {
   Group& group = at(bytes);
-  MATEX_REQUIRE(slowest_rank_figures.size() == 3 && group.cycle.challenger > 0, MATEX_ERR_INTERNAL,
-                "round two of the allreduce trials needs the rule's pick's and the challenger's figures and the "
-                "last agreement's cost");
+  MATEX_REQUIRE(slowest_rank_figures.size() == 4 && group.cycle.challenger > 0, MATEX_ERR_INTERNAL,
+                "round two of the allreduce trials needs the rule's pick's and the challenger's figures, the "
+                "last agreement's cost and the cycle's time");
   group.cycle.final_round.assign(slowest_rank_figures.begin(), slowest_rank_figures.begin() + 2);
   agreed_agreement_seconds_ = slowest_rank_figures[2];
   const double kept = slowest_rank_figures[0];
@@ -169,6 +176,12 @@ void AllreduceTrials::settle(size_t bytes, const std::vector<double>& slowest_ra
   const bool wins = kept > 0 && challenger > 0 && challenger < kept * (1 - kMargin);
   const int previous = group.choice.value_or(-1);
   group.choice = group.cycle.candidates[wins ? group.cycle.challenger : 0];
+  // What the cycle cost over running the choice alone: the slowest rank's
+  // time in its calls (every rank's calls had the same sizes), less the
+  // choice's time for as many bytes, plus the two agreements.
+  const double chosen_per_byte = slowest_rank_figures[wins ? 1 : 0];
+  group.cycle.cost_seconds = std::max(0.0, slowest_rank_figures[3] - chosen_per_byte * group.trial_bytes) +
+                             2 * agreed_agreement_seconds_;
   group.settled = group.cycle;
   group.fastest.assign(group.cycle.candidates.size(), -1);
   // Watch the choice from now on. The first window is sized from what every
@@ -178,6 +191,7 @@ void AllreduceTrials::settle(size_t bytes, const std::vector<double>& slowest_ra
   watch.stretch = same_again ? std::min<uint64_t>(2 * watch.stretch, 64) : 1;
   watch.restarted = false;
   watch.first = true;
+  watch.drift_loss = 0;
   watch.settled_per_byte = slowest_rank_figures[wins ? 1 : 0];
   const double call_seconds = watch.settled_per_byte * static_cast<double>(group_start(group_of(bytes)));
   if (watching_) open_window(group, window_for(call_seconds, agreed_agreement_seconds_, watch.stretch));
@@ -219,6 +233,20 @@ std::optional<AllreduceTrials::Restart> AllreduceTrials::review(size_t bytes,
   restart.drift = restart.ratio > kDrift || (!watch.first && restart.ratio < 1 / kDrift);
   restart.placement = slowest_rank_figures[1] > 0;
   agreed_agreement_seconds_ = slowest_rank_figures[2];
+  // A drift starts the trials again once the windows in a row that drifted
+  // have cost (or, faster, stand to save) as much time as the trials cost: a
+  // window of noise on many ranks does not buy a cycle that runs the slowest
+  // contender, and a lasting drift costs at most about twice the trials.
+  const double call_seconds = slowest_rank_figures[0] * static_cast<double>(group_start(group_of(bytes)));
+  if (restart.drift) {
+    watch.drift_loss += static_cast<double>(watch.window) *
+                        std::abs(slowest_rank_figures[0] - watch.settled_per_byte) *
+                        static_cast<double>(group_start(group_of(bytes)));
+    restart.drift = watch.drift_loss >= group.settled->cost_seconds;
+    watch.deferred_drifts += !restart.drift;
+  } else {
+    watch.drift_loss = 0;
+  }
   if (restart.drift || restart.placement) {
     // Every rank reviewed the same figures, so every rank starts the new cycle at the same call.
     group.cycle_start = group.calls;
@@ -228,9 +256,13 @@ std::optional<AllreduceTrials::Restart> AllreduceTrials::review(size_t bytes,
     watch.placement_restarts += restart.placement && !restart.drift;
     return restart;
   }
+  if (watch.drift_loss > 0) {
+    // A drift not yet worth a cycle: the figure and the first window's leave stay as they were.
+    open_window(group, window_for(call_seconds, slowest_rank_figures[2], watch.stretch));
+    return std::nullopt;
+  }
   if (watch.first && slowest_rank_figures[0] > 0) watch.settled_per_byte = slowest_rank_figures[0];
   watch.first = false;
-  const double call_seconds = slowest_rank_figures[0] * static_cast<double>(group_start(group_of(bytes)));
   open_window(group, window_for(call_seconds, slowest_rank_figures[2], watch.stretch));
   return std::nullopt;
 }
@@ -257,8 +289,10 @@ std::string AllreduceTrials::explain(const std::function<const char*(int)>& name
     }
     text += std::string("; round two ") + name_of(state.candidates[0]) + " " +
             microseconds(state.final_round[0] * low) + ", " + name_of(state.candidates[state.challenger]) + " " +
-            microseconds(state.final_round[1] * low) + " (" + std::to_string(groups_[index].calls) + " calls" +
-            restarts(groups_[index].watch.drift_restarts, groups_[index].watch.placement_restarts) + ")\n";
+            microseconds(state.final_round[1] * low) + "; the cycle cost " + microseconds(state.cost_seconds) + " (" +
+            std::to_string(groups_[index].calls) + " calls" +
+            restarts(groups_[index].watch.drift_restarts, groups_[index].watch.placement_restarts,
+                     groups_[index].watch.deferred_drifts) + ")\n";
   }
   return text;
 }

@@ -14,8 +14,10 @@
 //   rule's or table's pick first, at most kMaxCandidates, the same on every
 //   rank). Round one runs each candidate once; the caller then agrees on the
 //   slowest rank's figures (max over ranks), and the fastest challenger goes
-//   on. Round two runs the rule's pick and that challenger once more; the
-//   caller agrees again, and settle() keeps the rule's pick unless the
+//   on. Round two runs that challenger and then the rule's pick once more
+//   (the first call after an agreement pays for the ranks leaving it apart,
+//   and the rule's pick already paid that in round one, so each of the two
+//   gets one call behind another); the caller agrees again, and settle() keeps the rule's pick unless the
 //   challenger's fastest call was kMargin faster: the group's choice, the same
 //   on every rank. The trials repeat every kCallsPerCycle calls of a group,
 //   since the placement can change while a job runs.
@@ -36,7 +38,14 @@
 //   the group's time (kMinWatchCalls at least; the agreement's cost is the
 //   slowest rank's, carried by the last settle or review of any group), and
 //   twice as long, up to 64 times, each time a watched cycle settled on the
-//   choice it already had (a periodic cycle starts again from 1). A window
+//   choice it already had (a periodic cycle starts again from 1). A drift
+//   starts the trials again only once the windows in a row that drifted were
+//   off the figure by as much time in all as the last cycle cost over its
+//   choice (the slowest rank's time in the trial calls, less the choice's
+//   for as many bytes, plus two agreements): one window of noise, common on
+//   16 ranks, does not buy a cycle that runs the slowest contender again, and
+//   a lasting drift costs at most about twice the trials (the rent-or-buy
+//   rule). A move to a placement the trials did not time restarts at once. A window
 //   that would outlast the cycle is not opened: with agreements of 5 us,
 //   groups of calls under about 0.5 us are left to the periodic cycles.
 // Cost: per group and cycle, candidates + 2 calls (4 to 6; with up to three
@@ -104,7 +113,8 @@ class AllreduceTrials {
   // settle(); kWatch, agree on watch_figures() and pass them to review().
   Agreement record(size_t bytes, int algorithm, double seconds, bool in_place, const std::vector<int>& candidates);
   // This rank's fastest seconds per byte: every candidate's after round one,
-  // [rule's pick, challenger, note_agreement_seconds' figure] after round two.
+  // [rule's pick, challenger, note_agreement_seconds' figure, this rank's
+  // seconds in the cycle's trial calls] after round two.
   std::vector<double> figures(size_t bytes) const;
   void choose_challenger(size_t bytes, const std::vector<double>& slowest_rank_figures);
   void settle(size_t bytes, const std::vector<double>& slowest_rank_figures);
@@ -130,6 +140,7 @@ class AllreduceTrials {
     std::vector<double> first_round;  // per candidate
     size_t challenger = 0;
     std::vector<double> final_round;  // the rule's pick, the challenger
+    double cost_seconds = 0;          // the cycle's time beyond the choice's, with its agreements
   };
   struct Watch {
     double settled_per_byte = 0;  // the choice's agreed figure when it settled
@@ -140,8 +151,10 @@ class AllreduceTrials {
     bool first = false;           // the first window after a settle
     uint64_t stretch = 1;         // doubles while watched cycles keep the choice
     bool restarted = false;       // this cycle was started by the watch
+    double drift_loss = 0;        // seconds the windows in a row that drifted were off the figure
     uint64_t drift_restarts = 0;
     uint64_t placement_restarts = 0;
+    uint64_t deferred_drifts = 0;  // drifted windows that did not yet cost as much as the trials
   };
   struct Group {
     uint64_t calls = 0;
@@ -149,6 +162,8 @@ class AllreduceTrials {
     Outcome cycle;                  // this cycle's, filled as it goes
     std::vector<double> fastest;    // this rank's per candidate, this cycle (negative: none yet)
     unsigned placements = 0;        // this rank's trial calls this cycle: 1 out of place, 2 in place
+    double trial_seconds = 0;       // this rank's, in this cycle's trial calls
+    double trial_bytes = 0;         // in this cycle's trial calls (the same on every rank)
     std::optional<Outcome> settled;  // the last settled cycle's
     std::optional<int> choice;
     Watch watch;

@@ -154,12 +154,13 @@ std::string Selector::describe() const {
   }
   if (choice == "auto" && trials_ != nullptr) {
     text += "  then trials on the caller's calls, per size group (four per power of two): each contender once, "
-            "then the pick above and the fastest other once more; the other serves the group if its fastest call "
+            "then the fastest other and the pick above once more; the other serves the group if its fastest call "
             "on the slowest rank was " + std::to_string(static_cast<int>(AllreduceTrials::kMargin * 100)) +
             " % faster; timed again every " + std::to_string(AllreduceTrials::kCallsPerCycle) + " calls" +
             (watches_trials()
                  ? ", and at once when a window of the choice's calls ran " + factor(AllreduceTrials::kDrift) +
-                       "x off its figure or moved to a placement the trials did not time"
+                       "x off its figure (once such windows in a row cost as much as the trials) or moved to a placement the "
+                       "trials did not time"
                  : std::string()) +
             " (MATEX_ALLREDUCE_TRIALS)";
     const std::string settled =
