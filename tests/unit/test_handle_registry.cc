@@ -26,12 +26,21 @@ TEST(HandleRegistry, LiveReleasedAndUnknownAreToldApart) {
   ASSERT_NE(registry.find(a, &state), nullptr);
   EXPECT_EQ(*registry.find(a), 7);
   EXPECT_EQ(state, Registry::State::kLive);
+  state = Registry::State::kUnknown;
+  EXPECT_EQ(registry.find_unowned(a, &state), registry.find(a).get());  // the same object, no share taken
+  EXPECT_EQ(state, Registry::State::kLive);
+  EXPECT_EQ(registry.find(a).use_count(), 2);  // the registry's and this temporary's
 
   const std::shared_ptr<int> released = registry.release(a);
   ASSERT_NE(released, nullptr);
   EXPECT_EQ(*released, 7);
   EXPECT_EQ(registry.find(a, &state), nullptr);
   EXPECT_EQ(state, Registry::State::kReleased);
+  state = Registry::State::kLive;
+  EXPECT_EQ(registry.find_unowned(a, &state), nullptr);
+  EXPECT_EQ(state, Registry::State::kReleased);
+  EXPECT_EQ(registry.find_unowned(reinterpret_cast<Handle>(1), &state), nullptr);
+  EXPECT_EQ(state, Registry::State::kUnknown);
   EXPECT_EQ(registry.release(a), nullptr);  // twice: nothing to give back
   EXPECT_EQ(*registry.find(b), 8);          // the other stays
 

@@ -57,7 +57,7 @@ matexcomm::Communicator& live_comm(matex_comm_t comm) {
     MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "comm is NULL: call matex_init first");
   }
   CommRegistry::State state;
-  const std::shared_ptr<CommEntry> entry = CommRegistry::instance().find(comm, &state);
+  const CommEntry* entry = CommRegistry::instance().find_unowned(comm, &state);
   if (state == CommRegistry::State::kReleased) {
     MATEX_RAISE(MATEX_ERR_NOT_INITIALIZED, "comm is not a live communicator (already finalized)");
   }

@@ -52,20 +52,17 @@ class HandleRegistry {
 
   // The object behind a live handle, else null with `state` saying why.
   std::shared_ptr<Object> find(Handle handle, State* state = nullptr) const {
-    const uintptr_t bits = reinterpret_cast<uintptr_t>(handle);
-    if ((bits & kKindMask) != Kind) {  // another kind's, NULL, or garbage
-      if (state != nullptr) *state = State::kUnknown;
-      return nullptr;
-    }
-    const uintptr_t serial = bits >> kKindBits;
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto found = live_.find(serial);
-    if (found != live_.end()) {
-      if (state != nullptr) *state = State::kLive;
-      return found->second;
-    }
-    if (state != nullptr) *state = serial >= kFirstSerial && serial < next_serial_ ? State::kReleased : State::kUnknown;
-    return nullptr;
+    std::shared_ptr<Object> object;
+    lookup(handle, state, [&](const std::shared_ptr<Object>& live) { object = live; });
+    return object;
+  }
+  // The same without taking a share of ownership (no reference count to
+  // touch, on every collective's path): for callers that use the object only
+  // while its handle is live anyway.
+  Object* find_unowned(Handle handle, State* state = nullptr) const {
+    Object* object = nullptr;
+    lookup(handle, state, [&](const std::shared_ptr<Object>& live) { object = live.get(); });
+    return object;
   }
 
   // Ends a live handle and gives back its object (null if it was not live):
@@ -82,6 +79,24 @@ class HandleRegistry {
   }
 
  private:
+  template <class Found>
+  void lookup(Handle handle, State* state, Found found) const {
+    const uintptr_t bits = reinterpret_cast<uintptr_t>(handle);
+    if ((bits & kKindMask) != Kind) {  // another kind's, NULL, or garbage
+      if (state != nullptr) *state = State::kUnknown;
+      return;
+    }
+    const uintptr_t serial = bits >> kKindBits;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto entry = live_.find(serial);
+    if (entry != live_.end()) {
+      if (state != nullptr) *state = State::kLive;
+      found(entry->second);
+      return;
+    }
+    if (state != nullptr) *state = serial >= kFirstSerial && serial < next_serial_ ? State::kReleased : State::kUnknown;
+  }
+
   static constexpr unsigned kKindBits = 3;
   static constexpr uintptr_t kKindMask = (uintptr_t{1} << kKindBits) - 1;
   HandleRegistry() = default;

@@ -135,21 +135,15 @@ void CollectiveWatchdog::stop() {
 
 CollectiveWatchdog::Watch::Watch(CollectiveWatchdog* owner, const CallSignature& call, uint64_t sequence)
     : owner_(owner) {
-  std::lock_guard<std::mutex> lock(owner_->mutex_);
-  owner_->running_ = true;
-  ++owner_->generation_;
-  owner_->call_ = call;
-  owner_->sequence_ = sequence;
-  owner_->started_ = Clock::now();
-  owner_->warned_ = false;
-  owner_->first_ping_sent_ = false;
-  owner_->next_timeout_check_ = owner_->timeout_seconds_ - owner_->window_seconds_;
+  const int64_t fields[kCallFields] = {static_cast<int64_t>(call.kind), call.count, call.dtype, call.op, call.root,
+                                       static_cast<int64_t>(sequence)};
+  for (int i = 0; i < kCallFields; ++i) owner_->call_fields_[i].store(fields[i], std::memory_order_relaxed);
+  owner_->state_.fetch_add(1, std::memory_order_release);  // odd: running
 }
 
 CollectiveWatchdog::Watch::~Watch() {
   if (owner_ == nullptr) return;
-  std::lock_guard<std::mutex> lock(owner_->mutex_);
-  owner_->running_ = false;
+  owner_->state_.fetch_add(1, std::memory_order_release);  // even: idle
 }
 
 void CollectiveWatchdog::run() {
@@ -193,8 +187,16 @@ void CollectiveWatchdog::watch_calls() {
 
 CollectiveWatchdog::Due CollectiveWatchdog::what_is_due(Snapshot& snapshot) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!running_) return Due::kNothing;
-  snapshot.generation = generation_;
+  const uint64_t state = state_.load(std::memory_order_acquire);
+  if ((state & 1) == 0) return Due::kNothing;
+  if (stamped_generation_ != state) {  // the first tick that sees this call starts its clock
+    stamped_generation_ = state;
+    started_ = Clock::now();
+    warned_ = false;
+    first_ping_sent_ = false;
+    next_timeout_check_ = timeout_seconds_ - window_seconds_;
+  }
+  snapshot.generation = state;
   snapshot.running_seconds = seconds_since(started_);
   const double running = snapshot.running_seconds;
   if (running >= next_timeout_check_) {
@@ -219,10 +221,20 @@ CollectiveWatchdog::Due CollectiveWatchdog::what_is_due(Snapshot& snapshot) {
 }
 
 std::string CollectiveWatchdog::still_running(const Snapshot& snapshot) {
-  // Under mutex_.
-  if (!running_ || generation_ != snapshot.generation) return "";
+  // Under mutex_. The call's fields hold for it only if it is still running when they have been read.
+  if (state_.load(std::memory_order_acquire) != snapshot.generation) return "";
+  int64_t fields[kCallFields];
+  for (int i = 0; i < kCallFields; ++i) fields[i] = call_fields_[i].load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (state_.load(std::memory_order_relaxed) != snapshot.generation) return "";
+  CallSignature call;
+  call.kind = static_cast<CallKind>(fields[0]);
+  call.count = fields[1];
+  call.dtype = fields[2];
+  call.op = fields[3];
+  call.root = fields[4];
   return "rank " + std::to_string(layout_.world_rank) + " (host " + watchdog_host_name(layout_, layout_.node_index) +
-         "): " + describe_call(call_) + " (call " + std::to_string(sequence_) + ") has run for " +
+         "): " + describe_call(call) + " (call " + std::to_string(fields[5]) + ") has run for " +
          format_seconds(seconds_since(started_));
 }
 

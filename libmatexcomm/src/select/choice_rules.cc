@@ -30,12 +30,11 @@ bool auto_has_allreduce_choice(const CollectiveContext& ctx) {
   return ctx.hierarchical_ok && ctx.layout->world_size > 1;
 }
 
-int select_allreduce(const CollectiveContext& ctx, const std::string& choice, size_t bytes, bool in_place,
+int select_allreduce(const CollectiveContext& ctx, int forced, size_t bytes, bool in_place,
                      const AllreduceThresholds& sizes) {
   if (!ctx.hierarchical_ok || ctx.layout->world_size == 1) return kAllreduceFlat;
-  if (choice != "auto") {
-    const int chosen = find_algorithm(MATEX_COLL_ALLREDUCE, choice);
-    if (chosen < 0) return kAllreduceFlat;
+  if (forced != kAutoChoice) {
+    const int chosen = forced;
     if (algorithm_info(MATEX_COLL_ALLREDUCE, chosen).single_copy && !ctx.single_copy_ok) return kAllreduceRsArAg;
     // oneshot serves one node; on several it would run rab, so it is rab, and
     // matex_last_algorithm says so.

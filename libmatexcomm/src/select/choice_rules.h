@@ -44,9 +44,12 @@ bool auto_has_allreduce_choice(const CollectiveContext& ctx);
 // The family auto runs at `bytes` (auto_has_allreduce_choice must hold).
 AllreduceFamily auto_allreduce_family(const CollectiveContext& ctx, size_t bytes, bool in_place,
                                       const AllreduceThresholds& sizes);
+// `forced`: kAutoChoice, or the AllreduceId that MATEX_ALLREDUCE_ALGO or
+// matex_set_algorithm forced (an id, not a name: this runs on every call).
 // in_place: sendbuf == recvbuf on this rank. Ranks of one node must agree on
 // it for messages of MATEX_CMA_MAX_BYTES and more (else MATEX_ERR_MISMATCH).
-int select_allreduce(const CollectiveContext& ctx, const std::string& choice, size_t bytes, bool in_place,
+constexpr int kAutoChoice = -1;
+int select_allreduce(const CollectiveContext& ctx, int forced, size_t bytes, bool in_place,
                      const AllreduceThresholds& sizes);
 // The id behind a table's small family here: oneshot on one node, rab on several.
 int small_family_algorithm(const CollectiveContext& ctx);

@@ -14,6 +14,14 @@ namespace matexcomm {
 
 namespace {
 
+// The allreduce id behind a choice; an unknown name (never passed: the
+// config table and matex_set_algorithm check it) runs flat.
+int forced_allreduce(const std::string& choice) {
+  if (choice == "auto") return kAutoChoice;
+  const int id = find_algorithm(MATEX_COLL_ALLREDUCE, choice);
+  return id < 0 ? kAllreduceFlat : id;
+}
+
 size_t index_of(matex_collective_t coll) {
   const int index = static_cast<int>(coll);
   MATEX_REQUIRE(index >= 0 && index < 4, MATEX_ERR_INVALID_ARG,
@@ -37,6 +45,7 @@ Selector::Selector(const Setup& setup)
   thresholds_.single_copy_max = config_.get_bytes("MATEX_CMA_MAX_BYTES");
   for (std::string& choice : choice_) choice = "auto";
   choice_[MATEX_COLL_ALLREDUCE] = config_.get_string("MATEX_ALLREDUCE_ALGO");
+  allreduce_forced_ = forced_allreduce(choice_[MATEX_COLL_ALLREDUCE]);
 }
 
 Selector::~Selector() = default;
@@ -62,11 +71,14 @@ bool Selector::watches_trials() const {
 
 const std::string& Selector::choice(matex_collective_t coll) const { return choice_[index_of(coll)]; }
 
-void Selector::set_choice(matex_collective_t coll, const std::string& name) { choice_[index_of(coll)] = name; }
+void Selector::set_choice(matex_collective_t coll, const std::string& name) {
+  choice_[index_of(coll)] = name;
+  if (coll == MATEX_COLL_ALLREDUCE) allreduce_forced_ = forced_allreduce(name);
+}
 
 Selector::AllreducePick Selector::pick_allreduce(size_t bytes, bool in_place, const AllreduceHints& hints) const {
   AllreducePick pick;
-  pick.algorithm = select_allreduce(context_, choice_[MATEX_COLL_ALLREDUCE], bytes, in_place, thresholds_);
+  pick.algorithm = select_allreduce(context_, allreduce_forced_, bytes, in_place, thresholds_);
   // The hint picks rs_ar_ag whatever the placement, so that ranks whose engines
   // differ in placement (prescale, MATEX_IN_PLACE) still choose alike.
   if (hints.cold_output && allreduce_is_auto() && algorithm_info(MATEX_COLL_ALLREDUCE, pick.algorithm).single_copy) {
@@ -84,13 +96,12 @@ Selector::AllreducePick Selector::pick_allreduce(size_t bytes, bool in_place, co
 }
 
 int Selector::auto_allreduce(size_t bytes, bool in_place) const {
-  return select_allreduce(context_, "auto", bytes, in_place, thresholds_);
+  return select_allreduce(context_, kAutoChoice, bytes, in_place, thresholds_);
 }
 
 bool Selector::fuses_without_copies() const {
-  const std::string& choice = choice_[MATEX_COLL_ALLREDUCE];
   return context_.hierarchical_ok && layout_.node_count < layout_.world_size &&
-         (choice == "auto" || choice == "rs_ar_ag");
+         (allreduce_forced_ == kAutoChoice || allreduce_forced_ == kAllreduceRsArAg);
 }
 
 int Selector::pick_broadcast(size_t bytes) const {
@@ -102,7 +113,7 @@ bool Selector::reduce_is_hierarchical() const { return reduce_prefers_hierarchy(
 const char* Selector::auto_algorithm(matex_collective_t coll, size_t bytes) const {
   switch (coll) {
     case MATEX_COLL_ALLREDUCE:
-      return algorithm_info(coll, select_allreduce(context_, choice_[MATEX_COLL_ALLREDUCE], bytes, false,
+      return algorithm_info(coll, select_allreduce(context_, allreduce_forced_, bytes, false,
                                                    thresholds_)).name;
     case MATEX_COLL_BROADCAST: return algorithm_info(coll, pick_broadcast(bytes)).name;
     case MATEX_COLL_ALLGATHER:

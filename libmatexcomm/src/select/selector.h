@@ -79,7 +79,7 @@ class Selector {
   // matex_set_algorithm's, which the communicator has checked and agreed on.
   const std::string& choice(matex_collective_t coll) const;
   void set_choice(matex_collective_t coll, const std::string& name);
-  bool allreduce_is_auto() const { return choice(MATEX_COLL_ALLREDUCE) == "auto"; }
+  bool allreduce_is_auto() const { return allreduce_forced_ == kAutoChoice; }
 
   // An allreduce's algorithm, and what the trials need to hear of the call.
   struct AllreducePick {
@@ -138,6 +138,7 @@ class Selector {
   double stall_warning_seconds_;
   BackoffPace pace_;
   std::string choice_[4];
+  int allreduce_forced_ = kAutoChoice;  // choice_[MATEX_COLL_ALLREDUCE] as an id, read on every call
   AllreduceThresholds thresholds_;
   std::shared_ptr<const AllreduceTable> allreduce_table_;  // thresholds_.table's owner, or null
   std::shared_ptr<const BroadcastTable> broadcast_table_;  // from a tuning file, or null (the fixed rule)

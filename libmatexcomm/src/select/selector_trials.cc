@@ -47,7 +47,7 @@ std::vector<int> Selector::trial_candidates(size_t bytes) const {
   const size_t floor = AllreduceTrials::group_floor(bytes);
   AllreduceThresholds without_trials = thresholds_;
   without_trials.trials = nullptr;
-  std::vector<int> candidates{select_allreduce(context_, "auto", floor, false, without_trials)};
+  std::vector<int> candidates{select_allreduce(context_, kAutoChoice, floor, false, without_trials)};
   const auto add = [&](int id) {
     if (std::find(candidates.begin(), candidates.end(), id) == candidates.end()) candidates.push_back(id);
   };
