@@ -81,7 +81,7 @@ const std::vector<ConfigEntry>& config_table() {
       {"MATEX_ALLREDUCE_TRIALS", ConfigType::kBool, "1", "", kUnbounded, kUnbounded, kSameOnAllRanks,
        "Auto's allreduce is timed on the caller's calls, per size group (four per power of two): each "
        "contender once (the table's or fixed sizes' pick, flat on several nodes, oneshot or rab up to 64 KiB, "
-       "rs_ar_ag, rs_ar_ag_cma), then the pick and the fastest other once more; the other serves the group "
+       "rs_ar_ag, rs_ar_ag_cma), then the fastest other and the pick once more; the other serves the group "
        "if it was 3 % faster on the slowest rank, and the trials repeat every 512 calls of a group: "
        "what wins depends on where the cores sit, which can change from run to run. 0, or MATEX_CALIBRATE=off: the "
        "table or the fixed sizes alone decide. Not for the engine's fused calls."},
