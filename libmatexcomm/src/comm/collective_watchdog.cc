@@ -137,6 +137,10 @@ CollectiveWatchdog::Watch::Watch(CollectiveWatchdog* owner, const CallSignature&
     : owner_(owner) {
   const int64_t fields[kCallFields] = {static_cast<int64_t>(call.kind), call.count, call.dtype, call.op, call.root,
                                        static_cast<int64_t>(sequence)};
+  // The previous call's end (state_ even) before these stores, for a reader
+  // that checks state_ after reading them (a weakly ordered CPU could show
+  // them first).
+  std::atomic_thread_fence(std::memory_order_release);
   for (int i = 0; i < kCallFields; ++i) owner_->call_fields_[i].store(fields[i], std::memory_order_relaxed);
   owner_->state_.fetch_add(1, std::memory_order_release);  // odd: running
 }
@@ -185,17 +189,23 @@ void CollectiveWatchdog::watch_calls() {
   }
 }
 
-CollectiveWatchdog::Due CollectiveWatchdog::what_is_due(Snapshot& snapshot) {
-  std::lock_guard<std::mutex> lock(mutex_);
+uint64_t CollectiveWatchdog::stamp_running_call() {
+  // Under mutex_.
   const uint64_t state = state_.load(std::memory_order_acquire);
-  if ((state & 1) == 0) return Due::kNothing;
-  if (stamped_generation_ != state) {  // the first tick that sees this call starts its clock
+  if ((state & 1) != 0 && stamped_generation_ != state) {  // the first look at this call starts its clock
     stamped_generation_ = state;
     started_ = Clock::now();
     warned_ = false;
     first_ping_sent_ = false;
     next_timeout_check_ = timeout_seconds_ - window_seconds_;
   }
+  return state;
+}
+
+CollectiveWatchdog::Due CollectiveWatchdog::what_is_due(Snapshot& snapshot) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t state = stamp_running_call();
+  if ((state & 1) == 0) return Due::kNothing;
   snapshot.generation = state;
   snapshot.running_seconds = seconds_since(started_);
   const double running = snapshot.running_seconds;
@@ -352,6 +362,11 @@ void CollectiveWatchdog::poll_until(Done done, double seconds) {
   const Clock::time_point start = Clock::now();
   for (;;) {
     poll();
+    {
+      // A call that starts while a probe waits gets its clock now, not after the wait (up to 5 s).
+      std::lock_guard<std::mutex> lock(mutex_);
+      stamp_running_call();
+    }
     if (done() || stopping_ || seconds_since(start) >= seconds) return;
     std::this_thread::sleep_for(kBusyTick);
   }

@@ -28,7 +28,8 @@ void select_device_of(const void* pointer);
 // the driver functions that tell whether a context exists. Creating a
 // communicator calls it, so that a job's first collective does not pay for it
 // (it cost 270 us of a 1 KiB allreduce's 290 on 2 ranks here). Creates no
-// context; never throws.
+// context; never throws. The driver thus starts in matex_init: a program
+// that sets CUDA_VISIBLE_DEVICES, or forks, must do so before it.
 void probe_devices();
 
 // Number of usable GPUs (0 when there is no driver or no device), and why

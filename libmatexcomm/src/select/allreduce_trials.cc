@@ -243,7 +243,7 @@ std::optional<AllreduceTrials::Restart> AllreduceTrials::review(size_t bytes,
                         std::abs(slowest_rank_figures[0] - watch.settled_per_byte) *
                         static_cast<double>(group_start(group_of(bytes)));
     restart.drift = watch.drift_loss >= group.settled->cost_seconds;
-    watch.deferred_drifts += !restart.drift;
+    watch.deferred_drifts += !restart.drift && !restart.placement;
   } else {
     watch.drift_loss = 0;
   }
