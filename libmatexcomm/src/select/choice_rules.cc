@@ -73,12 +73,8 @@ bool broadcast_hierarchy_helps(const CollectiveContext& ctx) {
   return layout.node_count > 1 && layout.node_count < layout.world_size;
 }
 
-int select_broadcast(const CollectiveContext& ctx, const std::string& choice, size_t bytes,
-                     const BroadcastTable* table) {
-  if (choice != "auto") {
-    const int forced = find_algorithm(MATEX_COLL_BROADCAST, choice);
-    if (forced >= 0) return forced;
-  }
+int select_broadcast(const CollectiveContext& ctx, int forced, size_t bytes, const BroadcastTable* table) {
+  if (forced != kAutoChoice) return forced;
   if (!broadcast_hierarchy_helps(ctx)) return kBroadcastFlat;
   if (table != nullptr && !table->bands.empty()) return table->hierarchical_for(bytes) ? kBroadcastHier : kBroadcastFlat;
   return kBroadcastHier;

@@ -56,10 +56,10 @@ int small_family_algorithm(const CollectiveContext& ctx);
 
 // Whether broadcast's hierarchy can help: several nodes, some with several ranks.
 bool broadcast_hierarchy_helps(const CollectiveContext& ctx);
-// Broadcast (a BroadcastId): a forced choice; else flat unless the hierarchy
-// can help, where `table` (from a tuning file, the same on every rank) picks
-// by `bytes`, and without one hier runs.
-int select_broadcast(const CollectiveContext& ctx, const std::string& choice, size_t bytes,
-                     const BroadcastTable* table);
+// Broadcast (a BroadcastId): a forced choice (a BroadcastId, or
+// kAutoChoice); else flat unless the hierarchy can help, where `table` (from
+// a tuning file, the same on every rank) picks by `bytes`, and without one
+// hier runs.
+int select_broadcast(const CollectiveContext& ctx, int forced, size_t bytes, const BroadcastTable* table);
 
 }  // namespace matexcomm

@@ -22,6 +22,13 @@ int forced_allreduce(const std::string& choice) {
   return id < 0 ? kAllreduceFlat : id;
 }
 
+// The broadcast id behind a choice; an unknown name is left to auto, as before.
+int forced_broadcast(const std::string& choice) {
+  if (choice == "auto") return kAutoChoice;
+  const int id = find_algorithm(MATEX_COLL_BROADCAST, choice);
+  return id < 0 ? kAutoChoice : id;
+}
+
 size_t index_of(matex_collective_t coll) {
   const int index = static_cast<int>(coll);
   MATEX_REQUIRE(index >= 0 && index < 4, MATEX_ERR_INVALID_ARG,
@@ -74,6 +81,7 @@ const std::string& Selector::choice(matex_collective_t coll) const { return choi
 void Selector::set_choice(matex_collective_t coll, const std::string& name) {
   choice_[index_of(coll)] = name;
   if (coll == MATEX_COLL_ALLREDUCE) allreduce_forced_ = forced_allreduce(name);
+  if (coll == MATEX_COLL_BROADCAST) broadcast_forced_ = forced_broadcast(name);
 }
 
 Selector::AllreducePick Selector::pick_allreduce(size_t bytes, bool in_place, const AllreduceHints& hints) const {
@@ -105,7 +113,7 @@ bool Selector::fuses_without_copies() const {
 }
 
 int Selector::pick_broadcast(size_t bytes) const {
-  return select_broadcast(context_, choice_[MATEX_COLL_BROADCAST], bytes, broadcast_table_.get());
+  return select_broadcast(context_, broadcast_forced_, bytes, broadcast_table_.get());
 }
 
 bool Selector::reduce_is_hierarchical() const { return reduce_prefers_hierarchy(context_); }

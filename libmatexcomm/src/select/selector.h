@@ -139,6 +139,7 @@ class Selector {
   BackoffPace pace_;
   std::string choice_[4];
   int allreduce_forced_ = kAutoChoice;  // choice_[MATEX_COLL_ALLREDUCE] as an id, read on every call
+  int broadcast_forced_ = kAutoChoice;  // choice_[MATEX_COLL_BROADCAST] as an id
   AllreduceThresholds thresholds_;
   std::shared_ptr<const AllreduceTable> allreduce_table_;  // thresholds_.table's owner, or null
   std::shared_ptr<const BroadcastTable> broadcast_table_;  // from a tuning file, or null (the fixed rule)
