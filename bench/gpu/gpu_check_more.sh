@@ -177,6 +177,14 @@ EOF
   add_row "$name" "$result" "$detail" "$secs"
 }
 
+# layout_ranks <virtual nodes, e.g. 8,8>: the ranks they hold.
+layout_ranks() {
+  local sum=0 part parts
+  IFS=, read -ra parts <<<"$1"
+  for part in "${parts[@]}"; do sum=$((sum + part)); done
+  echo "$sum"
+}
+
 # compare_all <row name> <virtual nodes or ""> <ranks> <largest size>: matex-bench --compare all,
 # and the row of the size where auto is furthest from the fastest algorithm forced.
 compare_all() {
@@ -260,11 +268,7 @@ else
   (( cpu_max_bytes >= 4194304 )) && sweeps+=("-b 4M -e $CPU_MAX -n 10")
   layouts=()
   for np in $CPU_RANKS; do layouts+=("$np:"); done
-  for layout in $CPU_LAYOUTS; do
-    np=0; IFS=, read -ra parts <<<"$layout"
-    for part in "${parts[@]}"; do np=$((np + part)); done
-    layouts+=("$np:$layout")
-  done
+  for layout in $CPU_LAYOUTS; do layouts+=("$(layout_ranks "$layout"):$layout"); done
   for entry in "${layouts[@]}"; do
     np=${entry%%:*} nodes=${entry#*:}
     name="cpu np$np ${nodes:-one node}"; tag=np${np}${nodes:+_${nodes//,/_}}
@@ -294,8 +298,7 @@ else
   compare_all "cpu np$most --compare all" "" "$most" "$all_max"
   first_layout=${CPU_LAYOUTS%% *}
   if [[ -n "$first_layout" ]]; then
-    np=0; IFS=, read -ra parts <<<"$first_layout"
-    for part in "${parts[@]}"; do np=$((np + part)); done
+    np=$(layout_ranks "$first_layout")
     compare_all "cpu np$np $first_layout --compare all (1-16 KiB)" "$first_layout" "$np" 16K
   fi
 fi

@@ -23,22 +23,9 @@
 #include <memory>
 #include <string>
 
-namespace {
+#include "core/config.h"
 
-size_t parse_bytes(const char* text) {
-  char* end = nullptr;
-  const double value = std::strtod(text, &end);
-  size_t scale = 1;
-  if (end != nullptr && *end != '\0') {
-    switch (*end) {
-      case 'K': scale = size_t{1} << 10; break;
-      case 'M': scale = size_t{1} << 20; break;
-      case 'G': scale = size_t{1} << 30; break;
-      default: return 0;
-    }
-  }
-  return value > 0 ? static_cast<size_t>(value * static_cast<double>(scale)) : 0;
-}
+namespace {
 
 struct FreeDeleter {
   void operator()(char* p) const { std::free(p); }
@@ -70,7 +57,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--bytes" && i + 1 < argc) {
-      bytes = parse_bytes(argv[++i]);
+      if (!matexcomm::parse_bytes(argv[++i], &bytes)) bytes = 0;
     } else if (arg == "--repeats" && i + 1 < argc) {
       repeats = std::atoi(argv[++i]);
     } else {

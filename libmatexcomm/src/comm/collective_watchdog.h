@@ -32,14 +32,15 @@
 //
 // Cost: on the collective's path six relaxed stores, a fence and two atomic
 // increments, no lock and no clock read (the thread starts a call's clock at
-// the first tick that sees it, or within 1 ms while a probe waits, so
-// warnings and verdicts come up to one tick, 0.1 s, late; the clock read and the two lock/unlock pairs took 8 % of a
-// 64 B allreduce on 2 ranks here); the thread wakes every 100 ms (1 ms for 0.2 s after a ping arrived,
-// so that a payload's pongs are timed closely) and makes a few MPI_Improbe
-// and MPI_Test calls on its own duplicate of the communicator. Probes: at
-// most two pings each way per other node per warning or timeout period; the
-// 1 MiB payloads go from one rank per node to at most 16 other nodes (their
-// traffic grows with the square of the nodes).
+// the first tick that sees it, or within 1 ms while a probe waits, so warnings
+// and verdicts come up to one tick, 0.1 s, late; the clock read and the two
+// lock/unlock pairs took 8 % of a 64 B allreduce on 2 ranks here); the thread
+// wakes every 100 ms (1 ms for 0.2 s after a ping arrived, so that a payload's
+// pongs are timed closely) and makes a few MPI_Improbe and MPI_Test calls on
+// its own duplicate of the communicator. Probes: at most two pings each way
+// per other node per warning or timeout period; the 1 MiB payloads go from one
+// rank per node to at most 16 other nodes (their traffic grows with the square
+// of the nodes).
 // Preconditions: construction is collective over `comm` (MPI_Comm_dup and an
 // MPI_Allreduce); destruction is collective too (no ping may cross a
 // destroyed watchdog, though one that does is answered by nobody and only

@@ -192,7 +192,7 @@ void AllreduceTrials::settle(size_t bytes, const std::vector<double>& slowest_ra
   watch.restarted = false;
   watch.first = true;
   watch.drift_loss = 0;
-  watch.settled_per_byte = slowest_rank_figures[wins ? 1 : 0];
+  watch.settled_per_byte = chosen_per_byte;
   const double call_seconds = watch.settled_per_byte * static_cast<double>(group_start(group_of(bytes)));
   if (watching_) open_window(group, window_for(call_seconds, agreed_agreement_seconds_, watch.stretch));
 }
@@ -237,11 +237,11 @@ std::optional<AllreduceTrials::Restart> AllreduceTrials::review(size_t bytes,
   // have cost (or, faster, stand to save) as much time as the trials cost: a
   // window of noise on many ranks does not buy a cycle that runs the slowest
   // contender, and a lasting drift costs at most about twice the trials.
-  const double call_seconds = slowest_rank_figures[0] * static_cast<double>(group_start(group_of(bytes)));
+  const double floor_bytes = static_cast<double>(group_start(group_of(bytes)));
+  const double call_seconds = slowest_rank_figures[0] * floor_bytes;
   if (restart.drift) {
-    watch.drift_loss += static_cast<double>(watch.window) *
-                        std::abs(slowest_rank_figures[0] - watch.settled_per_byte) *
-                        static_cast<double>(group_start(group_of(bytes)));
+    watch.drift_loss +=
+        static_cast<double>(watch.window) * std::abs(slowest_rank_figures[0] - watch.settled_per_byte) * floor_bytes;
     restart.drift = watch.drift_loss >= group.settled->cost_seconds;
     watch.deferred_drifts += !restart.drift && !restart.placement;
   } else {

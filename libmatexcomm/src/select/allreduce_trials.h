@@ -14,13 +14,14 @@
 //   rule's or table's pick first, at most kMaxCandidates, the same on every
 //   rank). Round one runs each candidate once; the caller then agrees on the
 //   slowest rank's figures (max over ranks), and the fastest challenger goes
-//   on. Round two runs that challenger and then the rule's pick once more
-//   (the first call after an agreement pays for the ranks leaving it apart,
-//   and the rule's pick already paid that in round one, so each of the two
-//   gets one call behind another); the caller agrees again, and settle() keeps the rule's pick unless the
-//   challenger's fastest call was kMargin faster: the group's choice, the same
-//   on every rank. The trials repeat every kCallsPerCycle calls of a group,
-//   since the placement can change while a job runs.
+//   on. Round two runs that challenger and then the rule's pick once more (the
+//   first call after an agreement pays for the ranks leaving it apart, and the
+//   rule's pick already paid that in round one, so each of the two gets one
+//   call behind another); the caller agrees again, and settle() keeps the
+//   rule's pick unless the challenger's fastest call was kMargin faster: the
+//   group's choice, the same on every rank. The trials repeat every
+//   kCallsPerCycle calls of a group, since the placement can change while a
+//   job runs.
 // The watch, where the caller asks for it: the placement can also change
 //   within seconds (the VM above switched in the middle of a benchmark run,
 //   and a settled rs_ar_ag then ran 1.6-2x slower than rs_ar_ag_cma until the
@@ -41,11 +42,11 @@
 //   choice it already had (a periodic cycle starts again from 1). A drift
 //   starts the trials again only once the windows in a row that drifted were
 //   off the figure by as much time in all as the last cycle cost over its
-//   choice (the slowest rank's time in the trial calls, less the choice's
-//   for as many bytes, plus two agreements): one window of noise, common on
-//   16 ranks, does not buy a cycle that runs the slowest contender again, and
-//   a lasting drift costs at most about twice the trials (the rent-or-buy
-//   rule). A move to a placement the trials did not time restarts at once. A window
+//   choice (the slowest rank's time in the trial calls, less the choice's for
+//   as many bytes, plus two agreements): one window of noise, common on 16
+//   ranks, does not buy a cycle that runs the slowest contender again, and a
+//   lasting drift costs at most about twice the trials (the rent-or-buy rule).
+//   A move to a placement the trials did not time restarts at once. A window
 //   that would outlast the cycle is not opened: with agreements of 5 us,
 //   groups of calls under about 0.5 us are left to the periodic cycles.
 // Cost: per group and cycle, candidates + 2 calls (4 to 6; with up to three

@@ -14,19 +14,13 @@ namespace matexcomm {
 
 namespace {
 
-// The allreduce id behind a choice; an unknown name (never passed: the
-// config table and matex_set_algorithm check it) runs flat.
-int forced_allreduce(const std::string& choice) {
+// The id behind a choice of `coll`, or kAutoChoice; an unknown name (never
+// passed: the config table and matex_set_algorithm check it) gives `unknown`:
+// flat for allreduce, auto for broadcast, as when the names were compared.
+int forced_id(matex_collective_t coll, const std::string& choice, int unknown) {
   if (choice == "auto") return kAutoChoice;
-  const int id = find_algorithm(MATEX_COLL_ALLREDUCE, choice);
-  return id < 0 ? kAllreduceFlat : id;
-}
-
-// The broadcast id behind a choice; an unknown name is left to auto, as before.
-int forced_broadcast(const std::string& choice) {
-  if (choice == "auto") return kAutoChoice;
-  const int id = find_algorithm(MATEX_COLL_BROADCAST, choice);
-  return id < 0 ? kAutoChoice : id;
+  const int id = find_algorithm(coll, choice);
+  return id < 0 ? unknown : id;
 }
 
 size_t index_of(matex_collective_t coll) {
@@ -52,7 +46,7 @@ Selector::Selector(const Setup& setup)
   thresholds_.single_copy_max = config_.get_bytes("MATEX_CMA_MAX_BYTES");
   for (std::string& choice : choice_) choice = "auto";
   choice_[MATEX_COLL_ALLREDUCE] = config_.get_string("MATEX_ALLREDUCE_ALGO");
-  allreduce_forced_ = forced_allreduce(choice_[MATEX_COLL_ALLREDUCE]);
+  allreduce_forced_ = forced_id(MATEX_COLL_ALLREDUCE, choice_[MATEX_COLL_ALLREDUCE], kAllreduceFlat);
 }
 
 Selector::~Selector() = default;
@@ -80,8 +74,8 @@ const std::string& Selector::choice(matex_collective_t coll) const { return choi
 
 void Selector::set_choice(matex_collective_t coll, const std::string& name) {
   choice_[index_of(coll)] = name;
-  if (coll == MATEX_COLL_ALLREDUCE) allreduce_forced_ = forced_allreduce(name);
-  if (coll == MATEX_COLL_BROADCAST) broadcast_forced_ = forced_broadcast(name);
+  if (coll == MATEX_COLL_ALLREDUCE) allreduce_forced_ = forced_id(coll, name, kAllreduceFlat);
+  if (coll == MATEX_COLL_BROADCAST) broadcast_forced_ = forced_id(coll, name, kAutoChoice);
 }
 
 Selector::AllreducePick Selector::pick_allreduce(size_t bytes, bool in_place, const AllreduceHints& hints) const {
