@@ -4,7 +4,7 @@
 set -euo pipefail
 
 MATEX_APT_PACKAGES=(cmake g++ make pkg-config openmpi-bin libopenmpi-dev libhwloc-dev hwloc
-                    googletest libgtest-dev libbenchmark-dev python3 python3-pip
+                    googletest libgtest-dev libbenchmark-dev python3 python3-pip python3-venv
                     gfortran  # the interposer's Fortran tests (tests/interposer)
                     nlohmann-json3-dev)  # torch's flight-recorder header needs it (torch_integration)
 
@@ -70,6 +70,16 @@ fi
 if [[ ! -f build/mpi4py/mpi4py-4.1.2.tar.gz ]]; then
   echo "setup: downloading mpi4py 4.1.2's source distribution (its test suite)"
   python3 -m pip download -q --no-deps --no-binary :all: mpi4py==4.1.2 -d build/mpi4py
+fi
+
+# The wheels the install tests take offline (tests/install): the build
+# backend (scikit-build-core) and TensorFlow for a fresh environment of the
+# system's Python, which an unprivileged user installs into (for that
+# Python's tags, hence its own pip; the download comes from pip's cache).
+if ! compgen -G "build/wheelhouse/scikit_build_core-*.whl" >/dev/null ||
+   ! compgen -G "build/wheelhouse/tensorflow_cpu-2.21.*.whl" >/dev/null; then
+  echo "setup: downloading the install tests' wheels into build/wheelhouse"
+  /usr/bin/python3 -m pip download -q -d build/wheelhouse scikit-build-core "tensorflow-cpu==2.21.*"
 fi
 
 # Open MPI refuses to run as root unless told, and needs permission to put

@@ -15,6 +15,8 @@ export XDG_CACHE_HOME="$PWD/build/no-tuning-cache"
 # collectives, and compilers beside them, even at idle priority, slowed them
 # 2-2.5x (mpi4py at 2 ranks: 57 s alone, 138 s beside the sanitizer build).
 (cd build && ctest --output-on-failure --timeout 900 -LE tf)
+# How long pip took in the install tests (tests/install), which pass quietly.
+grep -h "install took" build/Testing/Temporary/LastTest.log || true
 # Then the TensorFlow tests, while the sanitizer trees build at idle priority
 # (SCHED_IDLE: only on core time the tests leave unused). They slow these
 # tests too (about 1.7x while they build), but these make few collectives, and
@@ -25,7 +27,9 @@ setsid chrt --idle 0 tests/sanitizers/run.sh build > build/sanitizer-build.log 2
 sanitizer_build=$!
 trap 'kill -0 "$sanitizer_build" 2>/dev/null && kill -- -"$sanitizer_build" 2>/dev/null; true' EXIT
 cd build
-ctest --output-on-failure --timeout 900 -L tf
+# -FA: the environment the first pass installed (tests/install, fixtures
+# tf_venv and torch_venv) serves these too; no second pip install.
+ctest --output-on-failure --timeout 900 -L tf -FA 'tf_venv|torch_venv'
 cd ..
 if ! wait "$sanitizer_build"; then
   echo "FAIL: building the sanitizer trees (build/sanitizer-build.log):"; tail -40 build/sanitizer-build.log; exit 1

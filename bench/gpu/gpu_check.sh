@@ -183,6 +183,8 @@ arch_args=()
 configure=("$CMAKE" -S "$repo_root" -B "$BUILD_DIR" "${gen_args[@]}" -DCMAKE_BUILD_TYPE=Release
            -DMATEX_WITH_CUDA=ON -DMATEX_WITH_TF=OFF -DMATEX_BUILD_TESTS=ON -DMATEX_BUILD_BENCH=ON
            -DCMAKE_CUDA_COMPILER="$NVCC" "${arch_args[@]}" "${NCCL_ARGS[@]}" "${MPI_ARGS[@]}" "${SYSROOT_ARGS[@]}")
+# install.venv (the torch tests' environment) installs offline from the carried wheels.
+[[ -d "$DEPS_DIR/wheelhouse" ]] && configure+=(-DMATEX_WHEELHOUSE="$DEPS_DIR/wheelhouse")
 BUILD_OK=0
 build_detail=""
 if (( SKIP_BUILD )); then

@@ -43,8 +43,8 @@ if ! want_step torch; then
   echo "(not in MATEX_GPU_CHECK_STEPS)"
 else
   t0=$SECONDS
-  TORCH_PY=$BUILD_DIR/torch-venv/bin/python
-  has_install_test=$("$CTEST" --test-dir "$BUILD_DIR" -N -R '^torch\.pip_install$' 2>/dev/null | grep -c 'torch.pip_install')
+  TORCH_PY=$BUILD_DIR/venv/bin/python
+  has_install_test=$("$CTEST" --test-dir "$BUILD_DIR" -N -R '^torch\.ddp' 2>/dev/null | grep -c 'torch.ddp')
   if (( has_install_test == 0 )); then
     why=$(grep -m1 -iE 'torch' "$WORK/configure.log" 2>/dev/null | cut -c1-160)
     for r in "torch np1" "torch np2 (1,1)"; do
@@ -53,13 +53,13 @@ else
     fail_note "torch backend not built"
   else
     if ! "$TORCH_PY" -c 'import matex_torch' >/dev/null 2>&1; then
-      echo "+ ctest --test-dir $BUILD_DIR -R ^torch.pip_install$ (the venv the torch tests use)"
-      run_bounded "$(step_limit 120)" "$CTEST" --test-dir "$BUILD_DIR" -R '^torch\.pip_install$' --output-on-failure \
+      echo "+ ctest --test-dir $BUILD_DIR -R ^install.venv$ (pip install into the venv the torch tests use)"
+      run_bounded "$(step_limit 180)" "$CTEST" --test-dir "$BUILD_DIR" -R '^install\.venv$' --output-on-failure \
         2>&1 | tail -20
     fi
     if ! "$TORCH_PY" -c 'import matex_torch' >/dev/null 2>&1; then
       for r in "torch np1" "torch np2 (1,1)"; do
-        add_row "$r" "FAIL" "not run: matex_torch does not import in $TORCH_PY (ctest torch.pip_install)" 0
+        add_row "$r" "FAIL" "not run: matex_torch does not import in $TORCH_PY (ctest install.venv)" 0
       done
       fail_note "torch venv"
     else

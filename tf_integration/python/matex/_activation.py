@@ -16,8 +16,10 @@
 - makes an uncaught exception on one rank end the whole job (MPI_Abort)
   instead of leaving the others waiting.
 
-A missing patch target fails loudly with the Keras version: matex never
-trains undistributed by accident.
+A TensorFlow or Keras release outside the supported range (or a package
+installed without the op library) stops the job before anything is patched
+(matex/_build.py), and a missing patch target fails loudly with the Keras
+version: matex never trains undistributed, or half-patched, by accident.
 """
 import sys
 import warnings
@@ -27,6 +29,30 @@ _active = False
 
 def active():
     return _active
+
+
+def _refuse_unsupported_versions(tf):
+    import importlib.metadata
+    import os
+
+    from . import _build
+    hint = "Install a TensorFlow and Keras in the supported ranges, then reinstall matex (pip install <repository>)"
+    try:
+        _build.check("tf", tf.__version__, os.path.exists(_runtime_library()), hint)
+        try:
+            keras = importlib.metadata.version("keras")
+        except importlib.metadata.PackageNotFoundError:
+            keras = None
+        if keras is not None:
+            _build.check("keras", keras, True, hint)
+    except _build.UnsupportedVersion as error:
+        print(str(error), file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+
+
+def _runtime_library():
+    from . import _runtime
+    return _runtime._LIBRARY
 
 
 def activate():
@@ -42,6 +68,7 @@ def activate():
     import tensorflow as tf
 
     from . import _runtime, _threads
+    _refuse_unsupported_versions(tf)
     _runtime.init()
     _abort_on_uncaught_exceptions()
     _threads.apply(_runtime.native(), _runtime.rank(), _runtime.size())  # before TensorFlow starts its pools

@@ -8,9 +8,10 @@ extern "C" functions (runtime.h) to start and stop MPI and the engine.
 """
 import atexit
 import ctypes
-import ctypes.util
 import os
 import threading
+
+from . import _libraries
 
 _LIBRARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_matex_ops.so")
 _lock = threading.Lock()
@@ -20,16 +21,7 @@ _started = False
 
 
 def _load_libmpi():
-    names = [ctypes.util.find_library("mpi"), "libmpi.so.40", "libmpi.so.12", "libmpi.so"]
-    errors = []
-    for name in names:
-        if not name:
-            continue
-        try:
-            return ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
-        except OSError as error:
-            errors.append(f"{name}: {error}")
-    raise ImportError("matex: cannot load libmpi with global symbols (" + "; ".join(errors) + ")")
+    return _libraries.load_libmpi("matex")
 
 
 _library = None    # ctypes handle on libmatexcomm (for settings)
@@ -42,7 +34,7 @@ def config(name):
     with _lock:
         if _library is None:
             _load_libmpi()
-            path = os.path.join(os.path.dirname(_LIBRARY), "libmatexcomm.so.0")
+            path = _libraries.LIBMATEXCOMM
             _library = ctypes.CDLL(path if os.path.exists(path) else "libmatexcomm.so.0")
             _library.matex_config_get.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p)]
             _library.matex_last_error.restype = ctypes.c_char_p
@@ -59,8 +51,11 @@ def ops():
         if _ops is None:
             import tensorflow as tf
             if not os.path.exists(_LIBRARY):
-                raise ImportError(f"matex: the op library {_LIBRARY} is missing; build the project with "
-                                  "TensorFlow installed, or pip install the package")
+                from . import _build
+                why = _build.facts().get("tf_why") or "not built"
+                raise ImportError(f"matex: the TensorFlow op library {_LIBRARY} is missing ({why}); reinstall "
+                                  "matex with a supported TensorFlow importable (pip install <repository>, "
+                                  "MATEX_WITH_TF=1 to make that an error)")
             _load_libmpi()
             _ops = tf.load_op_library(_LIBRARY)
             _native = ctypes.CDLL(_LIBRARY)

@@ -1,27 +1,16 @@
 """Loading the extension. torch goes first: it brings its own NCCL under the
 soname of the system's, and whichever loads first wins (libmatexcomm's GPU
 path takes what torch loaded). libmpi goes in with global symbols, or Open
-MPI's plugins cannot find them."""
+MPI's plugins cannot find them (matex/_libraries.py, shared with the
+TensorFlow binding; the extension finds libmatexcomm in matex/lib)."""
 import atexit
-import ctypes
-import ctypes.util
 import sys
 import threading
 
+from matex import _libraries
+
 _lock = threading.Lock()
 _module = None
-
-
-def _load_libmpi():
-    errors = []
-    for name in (ctypes.util.find_library("mpi"), "libmpi.so.40", "libmpi.so.12", "libmpi.so"):
-        if not name:
-            continue
-        try:
-            return ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
-        except OSError as error:
-            errors.append(f"{name}: {error}")
-    raise ImportError("matex_torch: cannot load libmpi with global symbols (" + "; ".join(errors) + ")")
 
 
 def _abort_on_uncaught_exception(module):
@@ -52,8 +41,15 @@ def extension():
         if _module is None:
             import torch  # noqa: F401  (first: its NCCL, its c10d types)
             import torch.distributed  # noqa: F401
-            _load_libmpi()
-            from . import _matex_torch
+            _libraries.load_libmpi("matex_torch")
+            try:
+                from . import _matex_torch
+            except ImportError as error:
+                from matex import _build
+                why = _build.facts().get("torch_why") or str(error)
+                raise ImportError(f"matex_torch: the PyTorch binding is not usable here ({why}); reinstall matex "
+                                  "with a supported torch importable (pip install <repository>; MATEX_WITH_TORCH=1 "
+                                  "makes a skipped binding an error)") from error
             _module = _matex_torch
             # Every group closes, then MPI, before the interpreter tears down.
             atexit.register(_matex_torch.shutdown)

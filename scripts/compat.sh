@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# scripts/compat.sh REQUIREMENT... - does matex build, and pass its framework
+# tests, against these framework releases? Each REQUIREMENT is a pip
+# requirement of one framework: torch==2.11.0, tensorflow-cpu==2.21.0,
+# keras==3.14.0 (with the environment's TensorFlow release pinned by
+# MATEX_COMPAT_TF, default tensorflow-cpu==2.21.*). For each, in a fresh
+# virtual environment build/compat/<requirement>/venv:
+#   1. the framework: torch as scripts/setup.sh installs it (the wheel, its
+#      pure-Python dependencies and the four NVIDIA libraries its import links,
+#      at the versions its metadata pins), TensorFlow and Keras with theirs;
+#   2. pip install of the repository with that binding required
+#      (MATEX_WITH_TORCH=1 or MATEX_WITH_TF=1; a release outside the declared
+#      range must instead be skipped with the reason, and MATEX_ENABLE=1 must
+#      refuse it: reported as "refused, as declared");
+#   3. python -m matex doctor;
+#   4. torch: tests/torch/collectives.py and ddp_exact.py on 2 ranks and on 4
+#      in virtual nodes 2,2, and examples/torch_ddp_tutorial.py with
+#      MATEX_ENABLE=1 against the plain script (tests/torch/compare_plain.py);
+#      TensorFlow/Keras: tests/tf/test_tf_ops.py on 2 ranks, and
+#      examples/keras_fit_numpy.py and custom_loop.py under matex.verify -np 2.
+# Logs stay in build/compat/<requirement>/; the rows go to build/compat/matrix.md
+# (the table of docs/compatibility.md). Needs the network (PyPI), MPI and a
+# compiler, not root. Exit status: the number of requirements that failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+[[ $# -gt 0 ]] || { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export TF_CPP_MIN_LOG_LEVEL=3 MATEX_TIMEOUT_SECONDS=120
+PYTHON=${MATEX_COMPAT_PYTHON:-python3}
+TF_PIN=${MATEX_COMPAT_TF:-tensorflow-cpu==2.21.*}
+REPO=$PWD
+mkdir -p build/compat
+MATRIX=build/compat/matrix.md
+failures=0
+
+lean_torch() {  # the torch wheel and only what `import torch` needs on a machine without a GPU
+  local venv=$1 requirement=$2
+  "$venv/bin/python" -m pip install -q --no-deps "$requirement" || return 1
+  "$venv/bin/python" - <<'PY' > "$venv/torch-deps.txt" || return 1
+import importlib.metadata as md
+from pip._vendor.packaging.requirements import Requirement
+keep_nvidia = ("nvidia-cufile", "nvidia-cusparselt", "nvidia-nvshmem", "nvidia-nccl")
+for text in md.requires("torch") or []:
+    req = Requirement(text)
+    if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+        continue
+    name = req.name.lower()
+    if name.startswith("nvidia-") and not name.startswith(keep_nvidia):
+        continue
+    if name in ("triton", "cuda-bindings") or name.startswith("cuda-"):
+        continue
+    print(f"{req.name}{req.specifier}")
+PY
+  grep -v '^nvidia-' "$venv/torch-deps.txt" | xargs -r "$venv/bin/python" -m pip install -q numpy || return 1
+  grep '^nvidia-' "$venv/torch-deps.txt" | xargs -r "$venv/bin/python" -m pip install -q --no-deps || return 1
+}
+
+for requirement in "$@"; do
+  name=$(tr -c 'A-Za-z0-9.=_-' '_' <<<"$requirement" | sed 's/_*$//')
+  dir=build/compat/$name
+  rm -rf "$dir"; mkdir -p "$dir"
+  venv=$REPO/$dir/venv
+  log=$REPO/$dir/log.txt
+  case $requirement in
+    torch*) framework=torch; switch=MATEX_WITH_TORCH ;;
+    tensorflow*|tf-nightly*) framework=tf; switch=MATEX_WITH_TF ;;
+    keras*) framework=keras; switch=MATEX_WITH_TF ;;
+    *) echo "$requirement: not a framework this script knows (torch, tensorflow*, keras)"; failures=$((failures + 1)); continue ;;
+  esac
+  echo "==== $requirement ($dir)"
+  steps=()
+  verdict=PASS
+  step() {  # step NAME COMMAND...: runs it into the log, records ok/FAIL
+    local label=$1; shift
+    echo "---- $label: $*" >> "$log"
+    if "$@" >> "$log" 2>&1; then steps+=("$label ok"); return 0; fi
+    steps+=("$label FAIL"); verdict=FAIL; return 1
+  }
+  "$PYTHON" -m venv "$venv" >> "$log" 2>&1
+  case $framework in
+    torch) step "install torch" lean_torch "$venv" "$requirement" ;;
+    tf) step "install" "$venv/bin/python" -m pip install -q "$requirement" ;;
+    keras) step "install" "$venv/bin/python" -m pip install -q "$TF_PIN" && step "install keras" "$venv/bin/python" -m pip install -q "$requirement" ;;
+  esac
+  versions=$("$venv/bin/python" -c 'import importlib.metadata as m
+out = []
+for d in ("torch", "tensorflow-cpu", "tensorflow", "keras"):
+    try: out.append(f"{d} {m.version(d)}")
+    except m.PackageNotFoundError: pass
+print(", ".join(out))' 2>/dev/null)
+  started=$SECONDS
+  if [[ $verdict == PASS ]]; then
+    if env "$switch=1" "$venv/bin/python" -m pip install -v "$REPO" > "$dir/pip.log" 2>&1; then
+      steps+=("pip install ok ($((SECONDS - started)) s)")
+    elif grep -q "outside the supported" "$dir/pip.log"; then
+      # Outside the declared range: the install must skip it saying why, and MATEX_ENABLE=1 must refuse it.
+      verdict="refused, as declared"
+      reason=$(grep -o "[A-Za-z]* [0-9][^ ]* .*is outside the supported range[^)]*" "$dir/pip.log" | head -1)
+      steps+=("$switch=1 install stops: ${reason:-see pip.log}")
+      if env "$switch=auto" "$venv/bin/python" -m pip install -q "$REPO" >> "$log" 2>&1; then
+        cd "$dir"
+        if [[ $framework == torch ]]; then
+          probe=(env MATEX_ENABLE=1 "$venv/bin/python" -c 'import torch')
+        else
+          probe=(env MATEX_ENABLE=1 "$venv/bin/python" -c 'import tensorflow')
+        fi
+        if "${probe[@]}" > refusal.txt 2>&1; then
+          steps+=("MATEX_ENABLE=1 did NOT refuse it"); verdict=FAIL
+        elif grep -q "cannot run here" refusal.txt; then
+          steps+=("MATEX_ENABLE=1 stops: $(grep -o 'cannot run here: [^.]*' refusal.txt | head -1)")
+        else
+          steps+=("MATEX_ENABLE=1 failed without the message"); verdict=FAIL
+        fi
+        cd "$REPO"
+      else
+        steps+=("auto install FAIL"); verdict=FAIL
+      fi
+    else
+      steps+=("pip install FAIL"); verdict=FAIL; tail -30 "$dir/pip.log" >> "$log"
+    fi
+  fi
+  if [[ $verdict == PASS ]]; then
+    cd "$dir"
+    step doctor "$venv/bin/python" -m matex doctor
+    if [[ $framework == torch ]]; then
+      for script in collectives ddp_exact; do
+        step "$script np2" env PYTHONPATH="$REPO/tests/torch" OMP_NUM_THREADS=1 \
+          mpirun -np 2 --bind-to none "$venv/bin/python" "$REPO/tests/torch/$script.py"
+        step "$script np4 2,2" env PYTHONPATH="$REPO/tests/torch" OMP_NUM_THREADS=1 MATEX_VIRTUAL_NODES=2,2 \
+          mpirun -np 4 --bind-to none "$venv/bin/python" "$REPO/tests/torch/$script.py"
+      done
+      step "DDP tutorial vs plain" "$venv/bin/python" "$REPO/tests/torch/compare_plain.py" -np 2 \
+        "$REPO/examples/torch_ddp_tutorial.py"
+    else
+      step "tf ops np2" mpirun -np 2 "$venv/bin/python" "$REPO/tests/tf/test_tf_ops.py"
+      for example in keras_fit_numpy custom_loop; do
+        step "$example verify np2" "$venv/bin/python" -m matex.verify -np 2 "$REPO/examples/$example.py"
+      done
+    fi
+    cd "$REPO"
+  fi
+  [[ $verdict == FAIL ]] && failures=$((failures + 1))
+  summary=$(IFS=';'; echo "${steps[*]}" | sed 's/;/; /g')
+  echo "$verdict: $summary"
+  printf '| %s | %s | %s | %s | %s |\n' "$(date -u +%Y-%m-%d)" "$requirement" "${versions:-?}" "$verdict" "$summary" >> "$MATRIX"
+done
+echo "rows appended to $MATRIX"
+exit "$failures"

@@ -1,0 +1,83 @@
+"""MATEX_ENABLE=1 with a framework outside the declared range, or with a
+binding that was not built, stops at activation with a message that names the
+versions, before anything is patched or MPI is started (matex/_build.py);
+inside the range it goes on. Run with the Python of the environment the
+package was pip-installed into (tests/install, fixtures tf_venv and
+torch_venv). Each case is a fresh process whose matex reads a build-facts
+file written here, with the ranges or the binding changed."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import matex._build as build
+
+FACTS = build.facts()
+FAILURES = []
+
+
+def facts_file(folder, name, **changes):
+    path = os.path.join(folder, name + ".json")
+    with open(path, "w") as handle:
+        json.dump(dict(FACTS, **changes), handle)
+    return path
+
+
+def run(code, facts, enable=True):
+    env = dict(os.environ, MATEX_FACTS=facts)
+    env.pop("PYTHONPATH", None)
+    if enable:
+        env["MATEX_ENABLE"] = "1"
+    else:
+        env.pop("MATEX_ENABLE", None)
+    prelude = "import os, matex._build as b; b._FILE = os.environ['MATEX_FACTS']\n"
+    return subprocess.run([sys.executable, "-c", prelude + code], env=env, capture_output=True, text=True, timeout=300)
+
+
+def expect(what, result, status, *texts):
+    output = result.stdout + result.stderr
+    ok = result.returncode == status and all(text in output for text in texts)
+    print(("ok: " if ok else "FAIL: ") + what)
+    if not ok:
+        print(f"  status {result.returncode} (wanted {status}); wanted {texts} in:\n{output[-3000:]}")
+        FAILURES.append(what)
+
+
+# TensorFlow: activation runs right after the script's `import tensorflow` finishes.
+TF_PROBE = """
+import tensorflow as tf
+from matex import _activation, _runtime
+print("active", _activation.active(), "mpi", _runtime.is_initialized())
+"""
+with tempfile.TemporaryDirectory() as folder:
+    if FACTS.get("tf") == "ON":
+        import tensorflow
+        tf_version = tensorflow.__version__
+        expect("TensorFlow outside the range stops the job, names both, patches nothing",
+               run(TF_PROBE, facts_file(folder, "tf_old", tf_range="2.0,2.1")), 1,
+               f"TensorFlow {tf_version} is outside the range this matex supports, 2.0 to below 2.1",
+               "Nothing was patched")
+        expect("Keras outside the range stops the job",
+               run(TF_PROBE, facts_file(folder, "keras_new", keras_range="9.0,9.1")), 1,
+               "Keras", "is outside the range this matex supports, 9.0 to below 9.1")
+        no_ops = "import matex._runtime as r; r._LIBRARY = '/nonexistent/_matex_ops.so'\n"
+        expect("a package without the op library stops the job and says why",
+               run(no_ops + TF_PROBE, facts_file(folder, "tf_skipped", tf_why="MATEX_WITH_TF=0")), 1,
+               "installed without its TensorFlow binding (MATEX_WITH_TF=0)")
+        expect("without MATEX_ENABLE an unsupported TensorFlow is left alone",
+               run(TF_PROBE, facts_file(folder, "tf_old_off", tf_range="2.0,2.1"), enable=False), 0,
+               "active False mpi False")
+    if FACTS.get("torch") == "ON":
+        expect("torch outside the range stops `import torch` under MATEX_ENABLE=1",
+               run("import torch\nprint('imported')", facts_file(folder, "torch_old", torch_range="2.0,2.1")), 1,
+               "PyTorch", "is outside the range this matex supports, 2.0 to below 2.1", "Nothing was patched")
+        expect("without MATEX_ENABLE an unsupported torch imports, the backend inert",
+               run("import torch\nprint('imported')", facts_file(folder, "torch_old_off", torch_range="2.0,2.1"),
+                   enable=False), 0, "imported")
+        expect("inside the range MATEX_ENABLE=1 takes over as before",
+               run("import torch, torch.distributed.distributed_c10d as c\nprint('wrapped', getattr(c.init_process_group, '_matex_takeover', False))",
+                   facts_file(folder, "torch_ok")), 0, "wrapped True")
+if FAILURES:
+    sys.exit(f"FAIL: {len(FAILURES)} case(s)")
+print("PASS: unsupported framework releases are refused at activation, supported ones run")

@@ -1,0 +1,39 @@
+"""Where the native parts of an installed (or built) matex are, and loading
+libmpi the way every binding needs it. Open MPI loads its plugins with dlopen
+and expects libmpi's symbols to be global, while Python loads extensions with
+local symbols: so libmpi goes in first with RTLD_GLOBAL. Shared by the
+TensorFlow binding (matex/_runtime.py), the PyTorch binding
+(matex_torch/_native.py) and `python -m matex doctor`."""
+import ctypes
+import ctypes.util
+import os
+
+PACKAGE = os.path.dirname(os.path.abspath(__file__))
+LIBDIR = os.path.join(PACKAGE, "lib")          # libmatexcomm, the interposer, cmake/, pkgconfig/
+INCLUDEDIR = os.path.join(PACKAGE, "include")  # installed wheels only
+LIBMATEXCOMM = os.path.join(LIBDIR, "libmatexcomm.so.0")
+
+
+def load_libmpi(who="matex"):
+    """libmpi with global symbols; ImportError naming every name tried."""
+    errors = []
+    for name in (ctypes.util.find_library("mpi"), "libmpi.so.40", "libmpi.so.12", "libmpi.so"):
+        if not name:
+            continue
+        try:
+            return ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
+        except OSError as error:
+            errors.append(f"{name}: {error}")
+    raise ImportError(f"{who}: cannot load libmpi with global symbols ({'; '.join(errors) or 'no libmpi found'}); "
+                      "load the MPI module the package was built with, or put its lib folder on LD_LIBRARY_PATH")
+
+
+def tool(name):
+    """The path of one of matex's programs (matex-topo, matexrun, ...): in the
+    wheel's matex/bin, or, run from a build tree (<build>/python/matex), in
+    <build>/bin. None when neither has it."""
+    for folder in (os.path.join(PACKAGE, "bin"), os.path.join(PACKAGE, "..", "..", "bin")):
+        path = os.path.normpath(os.path.join(folder, name))
+        if os.access(path, os.X_OK):
+            return path
+    return None
