@@ -1,10 +1,11 @@
 # matex_python_probe(<out> <result> <code>): runs `code` with the Python the
 # bindings are built for (Python3_EXECUTABLE) and its output, stripped, in
 # <out>. It sees the environment the user installs into, not pip's build
-# environment: pip's isolated build puts its own site folder first on
-# PYTHONPATH and hides the environment's packages (PYTHONNOUSERSITE); the
-# probe drops both, keeping the rest of PYTHONPATH (a module system's
-# frameworks live there).
+# environment: pip's isolated build sets PYTHONPATH to its own site folder
+# (whose sitecustomize hides the environment's packages) and sets
+# PYTHONNOUSERSITE; the probe drops both. pip replaces PYTHONPATH, so
+# frameworks that only PYTHONPATH provides (some module systems) are seen
+# only with --no-build-isolation, which leaves PYTHONPATH as it is.
 function(matex_python_probe out result code)
   set(kept "")
   if(DEFINED ENV{PYTHONPATH})

@@ -23,7 +23,7 @@
 # compiler, not root. Exit status: the number of requirements that failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-[[ $# -gt 0 ]] || { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '2,/^set -uo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 2; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export TF_CPP_MIN_LOG_LEVEL=3 MATEX_TIMEOUT_SECONDS=120
 PYTHON=${MATEX_COMPAT_PYTHON:-python3}
@@ -36,27 +36,46 @@ failures=0
 lean_torch() {  # the torch wheel and only what `import torch` needs on a machine without a GPU
   local venv=$1 requirement=$2
   "$venv/bin/python" -m pip install -q --no-deps "$requirement" || return 1
-  "$venv/bin/python" - <<'PY' > "$venv/torch-deps.txt" || return 1
+  # Its pure-Python dependencies, and the NVIDIA libraries its import links at the versions it pins
+  # (cuFile through the cuda-toolkit meta-package's "cufile" extra, in newer releases).
+  torch_deps "$venv" > "$venv/torch-deps.txt" || return 1
+  if grep -q '^cuda-toolkit' "$venv/torch-deps.txt"; then
+    "$venv/bin/python" -m pip install -q --no-deps "$(grep '^cuda-toolkit' "$venv/torch-deps.txt")" || return 1
+    torch_deps "$venv" cuda-toolkit cufile >> "$venv/torch-deps.txt" || return 1
+  fi
+  { grep -v '^nvidia-\|^cuda-toolkit' "$venv/torch-deps.txt" || true; } |
+    xargs -r "$venv/bin/python" -m pip install -q numpy || return 1
+  { grep '^nvidia-' "$venv/torch-deps.txt" || true; } | xargs -r "$venv/bin/python" -m pip install -q --no-deps || return 1
+  "$venv/bin/python" -c 'import torch; print("torch", torch.__version__, "imports")'
+}
+
+torch_deps() {  # torch_deps VENV [DISTRIBUTION EXTRA]: the requirements worth installing, one per line
+  "$venv/bin/python" - "${2:-torch}" "${3:-}" <<'PY'
 import importlib.metadata as md
+import sys
 from pip._vendor.packaging.requirements import Requirement
+distribution, extra = sys.argv[1], sys.argv[2]
 keep_nvidia = ("nvidia-cufile", "nvidia-cusparselt", "nvidia-nvshmem", "nvidia-nccl")
-for text in md.requires("torch") or []:
+for text in md.requires(distribution) or []:
     req = Requirement(text)
-    if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+    if req.marker is not None and not req.marker.evaluate({"extra": extra}):
         continue
     name = req.name.lower()
+    if extra and "extra" not in str(req.marker or ""):
+        continue  # the meta-package's own requirements: only the extra's are wanted
     if name.startswith("nvidia-") and not name.startswith(keep_nvidia):
         continue
-    if name in ("triton", "cuda-bindings") or name.startswith("cuda-"):
+    if name == "cuda-toolkit" and "cufile" in req.extras:
+        print(f"cuda-toolkit{req.specifier}")
+        continue
+    if name in ("triton", "cuda-toolkit") or name.startswith("cuda-"):
         continue
     print(f"{req.name}{req.specifier}")
 PY
-  grep -v '^nvidia-' "$venv/torch-deps.txt" | xargs -r "$venv/bin/python" -m pip install -q numpy || return 1
-  grep '^nvidia-' "$venv/torch-deps.txt" | xargs -r "$venv/bin/python" -m pip install -q --no-deps || return 1
 }
 
 for requirement in "$@"; do
-  name=$(tr -c 'A-Za-z0-9.=_-' '_' <<<"$requirement" | sed 's/_*$//')
+  name=$(tr -c 'A-Za-z0-9._-' '_' <<<"$requirement" | sed 's/_*$//')  # no '=': env would take the path for a VAR=value
   dir=build/compat/$name
   rm -rf "$dir"; mkdir -p "$dir"
   venv=$REPO/$dir/venv
@@ -92,15 +111,17 @@ print(", ".join(out))' 2>/dev/null)
   if [[ $verdict == PASS ]]; then
     if env "$switch=1" "$venv/bin/python" -m pip install -v "$REPO" > "$dir/pip.log" 2>&1; then
       steps+=("pip install ok ($((SECONDS - started)) s)")
-    elif grep -q "outside the supported" "$dir/pip.log"; then
+    elif tr -s '\n ' '  ' < "$dir/pip.log" | grep -q "is outside the supported range"; then
       # Outside the declared range: the install must skip it saying why, and MATEX_ENABLE=1 must refuse it.
+      # (CMake wraps the message's lines: read the log as one line.)
       verdict="refused, as declared"
-      reason=$(grep -o "[A-Za-z]* [0-9][^ ]* .*is outside the supported range[^)]*" "$dir/pip.log" | head -1)
+      reason=$(tr -s '\n ' '  ' < "$dir/pip.log" | grep -o "[A-Za-z]* [0-9][^ ]* (found by [^)]*) is outside the supported range, [0-9.]* to below [0-9.]*" | head -1 | sed 's/ (found by [^)]*)//')
       steps+=("$switch=1 install stops: ${reason:-see pip.log}")
       if env "$switch=auto" "$venv/bin/python" -m pip install -q "$REPO" >> "$log" 2>&1; then
         cd "$dir"
-        if [[ $framework == torch ]]; then
-          probe=(env MATEX_ENABLE=1 "$venv/bin/python" -c 'import torch')
+        if [[ $framework == torch ]]; then  # refused where the takeover would start: the process group
+          probe=(env MATEX_ENABLE=1 "$venv/bin/python" -c 'import torch, torch.distributed as d
+d.init_process_group("gloo", rank=0, world_size=1, store=d.HashStore())')
         else
           probe=(env MATEX_ENABLE=1 "$venv/bin/python" -c 'import tensorflow')
         fi

@@ -21,8 +21,7 @@ MATEX_VIRTUAL_NODES=2,2 mpirun -np 4 --oversubscribe build/bin/matex-allreduce-d
 echo
 echo "== pip install of the repository into build/venv (an environment that sees this Python's TensorFlow and torch)"
 [ -x build/venv/bin/python ] || python3 -m venv --system-site-packages build/venv
-build/venv/bin/python -m pip install -q --find-links build/wheelhouse -Cbuild-dir=build/wheel-build . 2>&1 |
-  grep -v "FutureWarning\|warn(" || true
+build/venv/bin/python -m pip install -q --find-links build/wheelhouse -Cbuild-dir=build/wheel-build .
 build/venv/bin/python -m matex doctor
 
 echo

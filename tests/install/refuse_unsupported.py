@@ -69,9 +69,17 @@ with tempfile.TemporaryDirectory() as folder:
                run(TF_PROBE, facts_file(folder, "tf_old_off", tf_range="2.0,2.1"), enable=False), 0,
                "active False mpi False")
     if FACTS.get("torch") == "ON":
-        expect("torch outside the range stops `import torch` under MATEX_ENABLE=1",
-               run("import torch\nprint('imported')", facts_file(folder, "torch_old", torch_range="2.0,2.1")), 1,
-               "PyTorch", "is outside the range this matex supports, 2.0 to below 2.1", "Nothing was patched")
+        # The takeover starts at the process group: `import torch` alone goes on (a TensorFlow job's
+        # libraries may import it), the gloo group is refused, another backend left alone.
+        group = ("import torch, torch.distributed as d\nprint('imported', flush=True)\n"
+                 "d.init_process_group('{}', rank=0, world_size=1, store=d.HashStore())\nprint('group made')")
+        expect("torch outside the range: MATEX_ENABLE=1 refuses the gloo group the takeover would serve",
+               run(group.format("gloo"), facts_file(folder, "torch_old", torch_range="2.0,2.1")), 1,
+               "imported", "PyTorch", "is outside the range this matex supports, 2.0 to below 2.1",
+               "Nothing was patched")
+        expect("a binding built for another torch release is refused too",
+               run(group.format("gloo"), facts_file(folder, "torch_other", torch_version="2.11.0")), 1,
+               "binding was built for 2.11.0")
         expect("without MATEX_ENABLE an unsupported torch imports, the backend inert",
                run("import torch\nprint('imported')", facts_file(folder, "torch_old_off", torch_range="2.0,2.1"),
                    enable=False), 0, "imported")

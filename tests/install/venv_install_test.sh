@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # venv_install_test.sh BUILD_DIR MPIEXEC PYTHON WHEELHOUSE - installs the
 # repository with pip, as users do (pyproject.toml: one package, both
-# bindings), into BUILD_DIR/venv, a virtual environment of PYTHON that sees
+# bindings), from a source distribution made of it (what pip gets from an
+# index), into BUILD_DIR/venv, a virtual environment of PYTHON that sees
 # its TensorFlow and torch (--system-site-packages). pip builds in its
 # isolated environment (scikit-build-core from WHEELHOUSE, offline), so this
 # also checks that the build finds the frameworks of the environment it
-# installs into. The CMake build folder is kept (BUILD_DIR/wheel-build): a
-# second run recompiles only what changed. The environment stays for the
+# installs into. The environment stays for the
 # TensorFlow and PyTorch tests (ctest fixtures tf_venv and torch_venv).
 # Then, from outside the repository with nothing on PYTHONPATH:
 #   TensorFlow: the startup hook is inert without MATEX_ENABLE (matex is not
@@ -26,10 +26,16 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 rm -rf "$VENV"
 "$PYTHON" -m venv --system-site-packages "$VENV"
+# The sdist, by the build backend (scikit-build-core from the wheelhouse, in a throwaway environment).
+"$PYTHON" -m venv "$WORK/sdist-venv"
+"$WORK/sdist-venv/bin/python" -m pip install -q --no-index --find-links "$WHEELHOUSE" scikit-build-core
+(cd "$REPO" && "$WORK/sdist-venv/bin/python" -c \
+  'import sys; from scikit_build_core.build import build_sdist; print("sdist:", build_sdist(sys.argv[1]))' "$WORK/dist")
+sdist=$(compgen -G "$WORK/dist/matex-*.tar.gz") || { echo "FAIL: no sdist was made"; exit 1; }
+if tar -tzf "$sdist" | grep -q '^matex-[^/]*/build/'; then echo "FAIL: the sdist holds a build folder"; exit 1; fi
 started=$(date +%s)
-"$VENV/bin/python" -m pip install --no-index --find-links "$WHEELHOUSE" -Cbuild-dir="$BUILD_DIR/wheel-build" \
-  "$REPO" > "$WORK/pip.log" 2>&1 || { tail -60 "$WORK/pip.log"; echo "FAIL: pip install"; exit 1; }
-echo "pip install took $(( $(date +%s) - started )) s"
+"$VENV/bin/python" -m pip install --no-index --find-links "$WHEELHOUSE" "$sdist" > "$WORK/pip.log" 2>&1 || { tail -60 "$WORK/pip.log"; echo "FAIL: pip install"; exit 1; }
+echo "pip install of $(basename "$sdist") ($(du -k "$sdist" | cut -f1) KiB) took $(( $(date +%s) - started )) s"
 cd "$WORK"
 "$VENV/bin/python" -m matex doctor
 

@@ -1,4 +1,6 @@
-// hardware.h - what hwloc says about this machine and this process.
+// hardware.h - what hwloc says about this machine and this process. Builds
+// without hwloc answer from /sys and the CPU affinity instead
+// (hardware_sysfs.h, through hardware_without_hwloc.cc), and never throw.
 #pragma once
 
 #include <string>

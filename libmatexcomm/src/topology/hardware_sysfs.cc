@@ -2,37 +2,40 @@
 // (see hardware_sysfs.h), for builds without hwloc.
 //
 // Where the numbers come from, and how they line up with hwloc's:
-//   PUs        /sys/devices/system/cpu/online, cut to the cgroup's cpuset
-//              (hwloc also leaves out PUs the cgroup disallows);
+//   PUs        /sys/devices/system/cpu/online, cut to this process's cgroup
+//              cpuset (from /proc/self/cgroup; v2 and v1), as hwloc leaves out
+//              PUs the cgroup disallows;
 //   cores      distinct (physical_package_id, core_id) pairs of those PUs,
 //              ordered package by package, then by their first PU;
 //   packages   distinct physical_package_id;
-//   NUMA nodes /sys/devices/system/node/node<N>/cpulist, logical index in OS
-//              order; a machine that shows none has one (as hwloc says);
-//   binding    sched_getaffinity, cut to the PUs above (all of them if unbound);
+//   NUMA nodes /sys/devices/system/node/node<N>, cut to the cgroup's memory
+//              nodes, logical index in OS order (hwloc's tree order can differ
+//              where memory-only nodes sit between others); a machine that
+//              shows none has one, as hwloc says;
+//   binding    the process's Cpus_allowed_list (/proc/self/status), cut to
+//              the PUs above (all of them if that leaves none);
 //   GPUs       PCI functions of class 0x0300/0x0302 but BMC displays, named by
 //              their DRM card when the driver made one, else vendor:device;
 //   NICs       /sys/class/net and /sys/class/infiniband entries backed by a
-//              device (loopback, bridges, veth and tunnels have none).
-// Cost: O(PUs + PCI functions) small file reads.
+//              device (loopback, bridges, veth and tunnels have none), placed
+//              by the PCI function they sit on, in PCI order.
+// A device's NUMA node is the one its local CPUs lie in, -1 when they span
+// several (hwloc's rule); the kernel's numa_node only where it lists none.
+// Cost: O(PUs + PCI functions + interfaces) small file reads.
 #include "topology/hardware_sysfs.h"
 
-#include <dirent.h>
-#include <sched.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "topology/index_list.h"
+#include "topology/sysfs_files.h"
 
 namespace matexcomm::topo::sysfs {
 
@@ -40,67 +43,56 @@ namespace {
 
 constexpr unsigned kBmcDisplayVendors[] = {0x1a03, 0x102b};  // ASPEED, Matrox G200 (iLO/iDRAC)
 
-std::string read_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  if (in) std::getline(in, line);
-  while (!line.empty() && (line.back() == '\n' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
-  return line;
+std::set<int> set_of(const std::string& list) {
+  std::vector<int> indices = parse_index_list(list);
+  return {indices.begin(), indices.end()};
 }
 
-bool exists(const std::string& path) {
-  struct stat info {};
-  return ::stat(path.c_str(), &info) == 0;
-}
-
-std::vector<std::string> entries_of(const std::string& folder) {
-  std::vector<std::string> names;
-  DIR* dir = ::opendir(folder.c_str());
-  if (dir == nullptr) return names;
-  while (dirent* entry = ::readdir(dir)) {
-    std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(name);
-  }
-  ::closedir(dir);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-// "0-3,8" -> {0,1,2,3,8}; anything unreadable ends the list there.
-std::set<int> parse_index_list(const std::string& text) {
-  std::set<int> indices;
-  std::stringstream items(text);
-  std::string item;
-  while (std::getline(items, item, ',')) {
-    if (item.empty()) continue;
-    char* end = nullptr;
-    long first = std::strtol(item.c_str(), &end, 10);
-    if (end == item.c_str()) break;
-    long last = first;
-    if (*end == '-') {
-      const char* second = end + 1;
-      last = std::strtol(second, &end, 10);
-      if (end == second) break;
-    }
-    for (long i = first; i <= last && i - first < (1 << 20); ++i) indices.insert(static_cast<int>(i));
-  }
-  return indices;
-}
-
-std::string list_of(const std::set<int>& indices) {
-  return format_index_list(std::vector<int>(indices.begin(), indices.end()));
-}
+std::string list_of(const std::set<int>& indices) { return format_index_list({indices.begin(), indices.end()}); }
 
 bool intersects(const std::set<int>& a, const std::set<int>& b) {
   return std::any_of(a.begin(), a.end(), [&](int x) { return b.count(x) != 0; });
 }
 
-int number_in(const std::string& path, int fallback) {
-  std::string text = read_line(path);
-  if (text.empty()) return fallback;
-  char* end = nullptr;
-  long value = std::strtol(text.c_str(), &end, 0);
-  return end == text.c_str() ? fallback : static_cast<int>(value);
+std::set<int> both(const std::set<int>& a, const std::set<int>& b) {
+  std::set<int> common;
+  for (int x : a) {
+    if (b.count(x) != 0) common.insert(x);
+  }
+  return common;
+}
+
+// This process's cpuset folder: (cgroup v2 folder, cgroup v1 cpuset folder).
+std::pair<std::string, std::string> own_cgroup(const std::string& root) {
+  std::pair<std::string, std::string> folders;
+  std::ifstream in(root + "/proc/self/cgroup");
+  for (std::string line; std::getline(in, line);) {
+    size_t first = line.find(':');
+    size_t second = first == std::string::npos ? first : line.find(':', first + 1);
+    if (second == std::string::npos) continue;
+    std::string controllers = "," + line.substr(first + 1, second - first - 1) + ",";
+    std::string path = line.substr(second + 1);
+    if (line.compare(0, first, "0") == 0 && controllers == ",,") {
+      folders.first = root + "/sys/fs/cgroup" + (path == "/" ? "" : path);
+    } else if (controllers.find(",cpuset,") != std::string::npos) {
+      folders.second = root + "/sys/fs/cgroup/cpuset" + (path == "/" ? "" : path);
+    }
+  }
+  return folders;
+}
+
+// What the cgroup allows of `kind` ("cpus" or "mems"); {} when it says nothing.
+std::set<int> cgroup_allows(const std::string& root, const char* kind) {
+  auto [v2, v1] = own_cgroup(root);
+  std::string v2_file = std::string("cpuset.") + kind + ".effective";
+  std::string v1_file = std::string("cpuset.effective_") + kind;
+  for (const std::string& file : {v2.empty() ? "" : v2 + "/" + v2_file, v1.empty() ? "" : v1 + "/" + v1_file,
+                                  root + "/sys/fs/cgroup/" + v2_file, root + "/sys/fs/cgroup/cpuset/" + v1_file}) {
+    if (file.empty()) continue;
+    std::set<int> allowed = set_of(read_line(file));
+    if (!allowed.empty()) return allowed;
+  }
+  return {};
 }
 
 struct CpuFacts {
@@ -111,21 +103,17 @@ struct CpuFacts {
 };
 
 std::set<int> allowed_pus(const std::string& root) {
-  std::set<int> online = parse_index_list(read_line(root + "/sys/devices/system/cpu/online"));
+  std::set<int> online = set_of(read_line(root + "/sys/devices/system/cpu/online"));
   if (online.empty()) {
-    long count = ::sysconf(_SC_NPROCESSORS_ONLN);
-    for (long i = 0; i < count; ++i) online.insert(static_cast<int>(i));
-  }
-  for (const char* file : {"/sys/fs/cgroup/cpuset.cpus.effective", "/sys/fs/cgroup/cpuset/cpuset.effective_cpus"}) {
-    std::set<int> allowed = parse_index_list(read_line(root + file));
-    if (allowed.empty()) continue;
-    std::set<int> both;
-    for (int pu : online) {
-      if (allowed.count(pu) != 0) both.insert(pu);
+    for (const std::string& name : entries_of(root + "/sys/devices/system/cpu")) {
+      if (name.size() > 3 && name.compare(0, 3, "cpu") == 0 &&
+          name.find_first_not_of("0123456789", 3) == std::string::npos) {
+        online.insert(std::atoi(name.c_str() + 3));
+      }
     }
-    if (!both.empty()) return both;
   }
-  return online;
+  std::set<int> allowed = both(online, cgroup_allows(root, "cpus"));
+  return allowed.empty() ? online : allowed;
 }
 
 CpuFacts cpu_facts(const std::string& root) {
@@ -142,22 +130,19 @@ CpuFacts cpu_facts(const std::string& root) {
   std::sort(facts.cores.begin(), facts.cores.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first < b.first : *a.second.begin() < *b.second.begin();
   });
+  std::set<int> allowed_nodes = cgroup_allows(root, "mems");
   std::vector<int> nodes;
   for (const std::string& name : entries_of(root + "/sys/devices/system/node")) {
-    if (name.rfind("node", 0) == 0 && name.size() > 4 &&
+    if (name.size() > 4 && name.compare(0, 4, "node") == 0 &&
         name.find_first_not_of("0123456789", 4) == std::string::npos) {
-      nodes.push_back(std::atoi(name.c_str() + 4));
+      int node = std::atoi(name.c_str() + 4);
+      if (allowed_nodes.empty() || allowed_nodes.count(node) != 0) nodes.push_back(node);
     }
   }
   std::sort(nodes.begin(), nodes.end());
   for (int node : nodes) {
-    std::set<int> cpus = parse_index_list(read_line(root + "/sys/devices/system/node/node" +
-                                                    std::to_string(node) + "/cpulist"));
-    std::set<int> mine;
-    for (int pu : cpus) {
-      if (facts.pus.count(pu) != 0) mine.insert(pu);
-    }
-    facts.numa_cpus.push_back(mine);
+    std::string cpulist = read_line(root + "/sys/devices/system/node/node" + std::to_string(node) + "/cpulist");
+    facts.numa_cpus.push_back(both(set_of(cpulist), facts.pus));
     facts.numa_os_index.push_back(node);
   }
   if (facts.numa_cpus.empty()) {  // no NUMA information: one node holding everything
@@ -175,37 +160,10 @@ std::vector<int> numa_touching(const CpuFacts& facts, const std::set<int>& cpus)
   return nodes;
 }
 
+// The process's binding (its main thread's, as the kernel reports it), cut to the allowed PUs.
 std::set<int> binding(const CpuFacts& facts) {
-  std::set<int> bound;
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  if (::sched_getaffinity(0, sizeof(mask), &mask) == 0) {
-    for (int pu : facts.pus) {
-      if (pu < CPU_SETSIZE && CPU_ISSET(pu, &mask)) bound.insert(pu);
-    }
-  }
+  std::set<int> bound = both(set_of(value_of("/proc/self/status", "Cpus_allowed_list")), facts.pus);
   return bound.empty() ? facts.pus : bound;
-}
-
-// A device's place: its local CPUs (all if the kernel does not say) and NUMA node.
-void place_device(const CpuFacts& facts, const std::string& device, PciDevice& info,
-                  std::set<int>& locality) {
-  locality = parse_index_list(read_line(device + "/local_cpulist"));
-  std::set<int> kept;
-  for (int pu : locality) {
-    if (facts.pus.count(pu) != 0) kept.insert(pu);
-  }
-  locality = kept.empty() ? facts.pus : kept;
-  info.local_cpus = list_of(locality);
-  int os_node = number_in(device + "/numa_node", -1);
-  info.numa_node = -1;
-  for (size_t i = 0; i < facts.numa_os_index.size(); ++i) {
-    if (facts.numa_os_index[i] == os_node) info.numa_node = static_cast<int>(i);
-  }
-  if (info.numa_node == -1) {
-    std::vector<int> nodes = numa_touching(facts, locality);
-    if (nodes.size() == 1) info.numa_node = nodes[0];
-  }
 }
 
 struct PlacedDevice {
@@ -213,78 +171,76 @@ struct PlacedDevice {
   std::set<int> locality;
 };
 
+// A device's place: its local CPUs (all if the kernel does not say) and its NUMA node.
+PlacedDevice placed(const CpuFacts& facts, const std::string& folder) {
+  PlacedDevice device;
+  std::set<int> local = both(set_of(read_line(folder + "/local_cpulist")), facts.pus);
+  device.locality = local.empty() ? facts.pus : local;
+  device.info.local_cpus = list_of(device.locality);
+  std::vector<int> nodes = numa_touching(facts, device.locality);
+  device.info.numa_node = nodes.size() == 1 ? nodes[0] : -1;
+  if (local.empty()) {
+    int os_node = number_in(folder + "/numa_node", -1);
+    for (size_t i = 0; i < facts.numa_os_index.size(); ++i) {
+      if (facts.numa_os_index[i] == os_node) device.info.numa_node = static_cast<int>(i);
+    }
+  }
+  return device;
+}
+
 std::vector<PlacedDevice> find_gpus(const std::string& root, const CpuFacts& facts) {
   std::vector<PlacedDevice> gpus;
   std::string bus = root + "/sys/bus/pci/devices/";
   for (const std::string& address : entries_of(bus)) {
-    std::string device = bus + address;
-    int pci_class = number_in(device + "/class", 0) >> 8;  // 0xCCSSPP: class and subclass
+    std::string folder = bus + address;
+    int pci_class = number_in(folder + "/class", 0) >> 8;  // 0xCCSSPP: class and subclass
     if (pci_class != 0x0300 && pci_class != 0x0302) continue;
-    unsigned vendor = static_cast<unsigned>(number_in(device + "/vendor", 0));
+    unsigned vendor = static_cast<unsigned>(number_in(folder + "/vendor", 0));
     if (std::count(std::begin(kBmcDisplayVendors), std::end(kBmcDisplayVendors), vendor) > 0) continue;
-    PlacedDevice gpu;
+    PlacedDevice gpu = placed(facts, folder);
     gpu.info.kind = "gpu";
     gpu.info.bus_id = address;
     char id[16];
-    std::snprintf(id, sizeof(id), "%04x:%04x", vendor, static_cast<unsigned>(number_in(device + "/device", 0)));
+    std::snprintf(id, sizeof(id), "%04x:%04x", vendor, static_cast<unsigned>(number_in(folder + "/device", 0)));
     gpu.info.name = id;
-    for (const std::string& name : entries_of(device + "/drm")) {
-      if (name.rfind("card", 0) == 0) gpu.info.name = name;
+    for (const std::string& name : entries_of(folder + "/drm")) {
+      if (name.compare(0, 4, "card") == 0) gpu.info.name = name;
     }
-    place_device(facts, device, gpu.info, gpu.locality);
     gpus.push_back(gpu);
   }
   return gpus;
 }
 
-bool is_pci_address(const std::string& text) {
-  return text.size() == 12 && text[4] == ':' && text[7] == ':' && text[10] == '.';
-}
-
-// The PCI function a device sits on: the nearest PCI address in its resolved
-// path (a virtio NIC's device is virtio0, whose parent is the PCI function).
-std::string pci_address_under(const std::string& device) {
-  char* resolved = ::realpath(device.c_str(), nullptr);
-  if (resolved == nullptr) return {};
-  std::string path = resolved;
-  std::free(resolved);
-  std::string found;
-  std::stringstream parts(path);
-  for (std::string part; std::getline(parts, part, '/');) {
-    if (is_pci_address(part)) found = part;
-  }
-  return found;
-}
-
 std::vector<PciDevice> find_nics(const std::string& root, const CpuFacts& facts) {
   std::vector<PciDevice> nics;
-  for (const char* folder : {"/sys/class/net/", "/sys/class/infiniband/"}) {
-    for (const std::string& name : entries_of(root + folder)) {
-      std::string device = root + folder + name + "/device";
-      if (!exists(device)) continue;  // virtual: no device behind it
-      PciDevice nic;
+  for (const char* kind : {"/sys/class/net/", "/sys/class/infiniband/"}) {
+    for (const std::string& name : entries_of(root + kind)) {
+      std::string device = root + kind + name + "/device";
+      if (!path_exists(device)) continue;  // virtual: no device behind it
+      std::string bus_id = pci_address_under(device);
+      PciDevice nic = placed(facts, bus_id.empty() ? device : root + "/sys/bus/pci/devices/" + bus_id).info;
       nic.kind = "nic";
       nic.name = name;
-      nic.bus_id = pci_address_under(device);
-      std::set<int> locality;
-      place_device(facts, device, nic, locality);
+      nic.bus_id = bus_id;
       nics.push_back(nic);
     }
   }
+  std::stable_sort(nics.begin(), nics.end(), [](const PciDevice& a, const PciDevice& b) {
+    if (a.bus_id.empty() != b.bus_id.empty()) return b.bus_id.empty();
+    return a.bus_id < b.bus_id;  // PCI order, as hwloc walks the tree
+  });
   return nics;
 }
 
 std::string cpu_model(const std::string& root) {
   std::ifstream in(root + "/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
+  for (std::string line; std::getline(in, line);) {
     for (const char* key : {"model name", "Model", "cpu model"}) {
       if (line.rfind(key, 0) != 0) continue;
       size_t colon = line.find(':');
       if (colon == std::string::npos) continue;
-      std::string model = line.substr(colon + 1);
-      model.erase(0, model.find_first_not_of(" \t"));
-      if (!model.empty()) return model;
+      size_t start = line.find_first_not_of(" \t", colon + 1);
+      if (start != std::string::npos) return line.substr(start);
     }
   }
   return "unknown CPU";

@@ -21,4 +21,16 @@ TEST(IndexList, SortsAndDropsDuplicates) {
   EXPECT_EQ(format_index_list({7, 7, 7}), "7");
 }
 
+TEST(IndexList, ParsesWhatTheKernelWrites) {
+  using matexcomm::topo::parse_index_list;
+  EXPECT_EQ(parse_index_list(""), std::vector<int>{});
+  EXPECT_EQ(parse_index_list("5"), std::vector<int>{5});
+  EXPECT_EQ(parse_index_list("0-3,8"), (std::vector<int>{0, 1, 2, 3, 8}));
+  EXPECT_EQ(parse_index_list("8,0-1,1"), (std::vector<int>{0, 1, 8}));  // sorted, no repeats
+  EXPECT_EQ(parse_index_list("0-1,x,4"), (std::vector<int>{0, 1}));     // stops at what is not a list
+  for (const char* text : {"0-3,8", "0,2,4", "0-1,3-4,6", "17"}) {
+    EXPECT_EQ(format_index_list(parse_index_list(text)), text);
+  }
+}
+
 }  // namespace

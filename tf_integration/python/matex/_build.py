@@ -20,7 +20,7 @@ def facts():
     try:
         with open(_FILE) as handle:
             return json.load(handle)
-    except OSError:
+    except (OSError, ValueError):
         return {}
 
 
@@ -56,15 +56,27 @@ def problem(framework, version, info=None):
     return None
 
 
+def same_release(version, built_for):
+    """Whether a binding built against `built_for` serves `version`: the
+    frameworks' C++ ABI changes between minor releases, so major.minor must
+    match. Unknown versions are given the benefit of the doubt."""
+    have, built = release(version), release(built_for)
+    return have is None or built is None or have[:2] == built[:2]
+
+
 def check(framework, version, binding_built, rebuild_hint):
     """Raises UnsupportedVersion, naming the fix, when MATEX_ENABLE=1 cannot
-    run `version` of the framework: outside the supported range, or the
-    binding was not built."""
+    run `version` of the framework: outside the supported range, the binding
+    was not built, or it was built for another release."""
     info = facts()
     why = problem(framework, version, info)
+    built_for = info.get(f"{framework}_version", "")
     if why is None and not binding_built:
         why = (f"this matex was installed without its {_NAMES[framework]} binding"
                f" ({info.get(framework + '_why') or 'not built'})")
+    elif why is None and framework != "keras" and not same_release(version, built_for):
+        why = (f"its {_NAMES[framework]} binding was built for {built_for}, and {version} is imported now "
+               "(install matex again in this environment)")
     if why is not None:
         raise UnsupportedVersion(f"matex: MATEX_ENABLE=1 cannot run here: {why}. Nothing was patched. "
                                  f"{rebuild_hint}, or run without MATEX_ENABLE.")

@@ -14,10 +14,22 @@ INCLUDEDIR = os.path.join(PACKAGE, "include")  # installed wheels only
 LIBMATEXCOMM = os.path.join(LIBDIR, "libmatexcomm.so.0")
 
 
+def _built_with():
+    """The libmpi the package was built against (_build_info.json), first:
+    a module's MPI need not be on the loader's path at run time."""
+    import json
+    try:
+        with open(os.path.join(PACKAGE, "_build_info.json")) as handle:
+            listed = json.load(handle).get("mpi_libraries", "")
+    except (OSError, ValueError):
+        return []
+    return [path for path in listed.split(":") if os.path.basename(path).startswith("libmpi.so")]
+
+
 def load_libmpi(who="matex"):
     """libmpi with global symbols; ImportError naming every name tried."""
     errors = []
-    for name in (ctypes.util.find_library("mpi"), "libmpi.so.40", "libmpi.so.12", "libmpi.so"):
+    for name in _built_with() + [ctypes.util.find_library("mpi"), "libmpi.so.40", "libmpi.so.12", "libmpi.so"]:
         if not name:
             continue
         try:

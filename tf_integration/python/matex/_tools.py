@@ -11,7 +11,6 @@ def _run(name):
     path = _libraries.tool(name)
     if path is None:
         sys.exit(f"{name}: not in this installation of matex ({_libraries.PACKAGE}/bin); reinstall the package")
-    os.environ.setdefault("MATEX_PYTHON", sys.executable)  # matexrun --check runs this Python's doctor
     os.execv(path, [name] + sys.argv[1:])
 
 
