@@ -16,7 +16,7 @@ export XDG_CACHE_HOME="$PWD/build/no-tuning-cache"
 # 2-2.5x (mpi4py at 2 ranks: 57 s alone, 138 s beside the sanitizer build).
 (cd build && ctest --output-on-failure --timeout 900 -LE tf)
 # How long pip took in the install tests (tests/install), which pass quietly.
-grep -hE "^(pip )?install .*took [0-9]+ s" build/Testing/Temporary/LastTest.log || true
+cat build/install-time-*.txt 2>/dev/null || true
 # Then the TensorFlow tests, while the sanitizer trees build at idle priority
 # (SCHED_IDLE: only on core time the tests leave unused). They slow these
 # tests too (about 1.7x while they build), but these make few collectives, and

@@ -56,7 +56,8 @@ echo "==== pip install $WORK/src (MATEX_WITH_TF=1; offline: the wheelhouse has s
 started=$(date +%s)
 as_user MATEX_WITH_TF=1 "$VENV/bin/python" -m pip install --no-index --find-links "$WHEELHOUSE" "$WORK/src" \
   > "$WORK/pip.log" 2>&1 || { tail -60 "$WORK/pip.log"; echo "FAIL: pip install"; exit 1; }
-echo "install (as an unprivileged user, from a clean copy) took $(( $(date +%s) - started )) s"
+echo "install (as an unprivileged user, from a clean copy) took $(( $(date +%s) - started )) s" |
+  tee "$BUILD_DIR/install-time-cluster-user.txt"  # scripts/test.sh prints it
 
 echo "==== python -m matex doctor"
 cd "$WORK/run"

@@ -35,7 +35,8 @@ sdist=$(compgen -G "$WORK/dist/matex-*.tar.gz") || { echo "FAIL: no sdist was ma
 if tar -tzf "$sdist" | grep -q '^matex-[^/]*/build/'; then echo "FAIL: the sdist holds a build folder"; exit 1; fi
 started=$(date +%s)
 "$VENV/bin/python" -m pip install --no-index --find-links "$WHEELHOUSE" "$sdist" > "$WORK/pip.log" 2>&1 || { tail -60 "$WORK/pip.log"; echo "FAIL: pip install"; exit 1; }
-echo "pip install of $(basename "$sdist") ($(du -k "$sdist" | cut -f1) KiB) took $(( $(date +%s) - started )) s"
+echo "pip install of $(basename "$sdist") ($(du -k "$sdist" | cut -f1) KiB) took $(( $(date +%s) - started )) s" |
+  tee "$BUILD_DIR/install-time-venv.txt"  # scripts/test.sh prints it
 cd "$WORK"
 "$VENV/bin/python" -m matex doctor
 
