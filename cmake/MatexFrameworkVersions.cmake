@@ -21,3 +21,13 @@ function(matex_version_in_range out text min below)
     set(${out} FALSE PARENT_SCOPE)
   endif()
 endfunction()
+
+# matex_binding_skipped(<switch> <what> <why>): a binding that cannot be
+# built: with <switch> at ON (1) the configure step, and so pip install,
+# fails with the reason; otherwise it says it skips <what>, and why.
+function(matex_binding_skipped switch what why)
+  if(${switch} STREQUAL "ON")
+    message(FATAL_ERROR "${switch}=1 but ${why}")
+  endif()
+  message(STATUS "Skipping the ${what}: ${why}")
+endfunction()

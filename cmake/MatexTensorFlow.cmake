@@ -26,11 +26,11 @@ else()
     matex_version_in_range(_matex_keras_ok "${MATEX_KERAS_VERSION}" ${MATEX_KERAS_MIN_VERSION}
                            ${MATEX_KERAS_BELOW_VERSION})
     if(NOT _matex_tf_ok)
-      string(CONCAT MATEX_TF_WHY "TensorFlow ${MATEX_TF_VERSION} (found by ${Python3_EXECUTABLE}) is outside the supported "
-                       "range, ${MATEX_TF_MIN_VERSION} to below ${MATEX_TF_BELOW_VERSION}")
+      string(CONCAT MATEX_TF_WHY "TensorFlow ${MATEX_TF_VERSION} (found by ${Python3_EXECUTABLE}) is outside "
+                    "the supported range, ${MATEX_TF_MIN_VERSION} to below ${MATEX_TF_BELOW_VERSION}")
     elseif(NOT _matex_keras_ok)
-      string(CONCAT MATEX_TF_WHY "Keras ${MATEX_KERAS_VERSION} (beside TensorFlow ${MATEX_TF_VERSION}) is outside the "
-                       "supported range, ${MATEX_KERAS_MIN_VERSION} to below ${MATEX_KERAS_BELOW_VERSION}")
+      string(CONCAT MATEX_TF_WHY "Keras ${MATEX_KERAS_VERSION} (beside TensorFlow ${MATEX_TF_VERSION}) is outside "
+                    "the supported range, ${MATEX_KERAS_MIN_VERSION} to below ${MATEX_KERAS_BELOW_VERSION}")
     else()
       set(MATEX_HAVE_TF ON)
       message(STATUS "TensorFlow ${MATEX_TF_VERSION} and Keras ${MATEX_KERAS_VERSION} found by ${Python3_EXECUTABLE} "
@@ -43,9 +43,6 @@ else()
     set(MATEX_TF_WHY "`${Python3_EXECUTABLE} -c 'import tensorflow'` failed (${_matex_tf_error})")
   endif()
   if(NOT MATEX_HAVE_TF)
-    if(MATEX_WITH_TF STREQUAL "ON")
-      message(FATAL_ERROR "MATEX_WITH_TF=1 but ${MATEX_TF_WHY}")
-    endif()
-    message(STATUS "Skipping the TensorFlow binding: ${MATEX_TF_WHY}")
+    matex_binding_skipped(MATEX_WITH_TF "TensorFlow binding" "${MATEX_TF_WHY}")
   endif()
 endif()

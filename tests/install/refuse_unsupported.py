@@ -84,7 +84,8 @@ with tempfile.TemporaryDirectory() as folder:
                run("import torch\nprint('imported')", facts_file(folder, "torch_old_off", torch_range="2.0,2.1"),
                    enable=False), 0, "imported")
         expect("inside the range MATEX_ENABLE=1 takes over as before",
-               run("import torch, torch.distributed.distributed_c10d as c\nprint('wrapped', getattr(c.init_process_group, '_matex_takeover', False))",
+               run("import torch, torch.distributed.distributed_c10d as c\n"
+                   "print('wrapped', getattr(c.init_process_group, '_matex_takeover', False))",
                    facts_file(folder, "torch_ok")), 0, "wrapped True")
 if FAILURES:
     sys.exit(f"FAIL: {len(FAILURES)} case(s)")

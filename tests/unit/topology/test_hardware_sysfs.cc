@@ -160,7 +160,8 @@ TEST_F(FakeSysfs, FindsTheGpuAndTheNicButNotTheBmcOrLoopback) {
 }
 
 TEST_F(FakeSysfs, AMachineWithoutNumaOrCoreFilesStillAddsUp) {
-  std::system(("rm -rf " + root_ + "/sys/devices/system/node " + root_ + "/sys/devices/system/cpu/cpu*/topology").c_str());
+  std::string folders = root_ + "/sys/devices/system/node " + root_ + "/sys/devices/system/cpu/cpu*/topology";
+  std::system(("rm -rf " + folders).c_str());
   topo::HardwareInfo info = topo::sysfs::probe_hardware(root_);
   EXPECT_EQ(info.pus, 8);
   EXPECT_EQ(info.cores, 8);  // each PU its own core

@@ -63,7 +63,8 @@ def _mpi(report, info):
     if libmpi.MPI_Get_library_version(text, ctypes.byref(length)) == 0:
         lines = text.value.decode(errors="replace").strip().splitlines()
         version = lines[0].rstrip(",") if lines else "an MPI that gives no version text"
-    report.line("MPI", f"{version} (built with {info.get('mpi_c_compiler') or '?'}, MPI {info.get('mpi_version') or '?'})")
+    built_with = f"built with {info.get('mpi_c_compiler') or '?'}, MPI {info.get('mpi_version') or '?'}"
+    report.line("MPI", f"{version} ({built_with})")
     query = getattr(libmpi, "MPIX_Query_cuda_support", None)
     if query is None:
         aware = "not stated by this MPI (MATEX_CUDA_AWARE_MPI=1 asserts it; auto assumes no)"
@@ -118,7 +119,8 @@ def _framework(report, info, label, key, module, binding_built):
     if _yes(info.get(key)) and binding_built:
         binding = f"binding built for {built_for}"
         if installed and installed != "unknown" and not _build.same_release(installed, built_for):
-            binding = report.problem(f"binding built for {built_for}, but {installed} is installed now: reinstall matex")
+            binding = report.problem(f"binding built for {built_for}, but {installed} is installed now: "
+                                     "reinstall matex")
     else:
         binding = f"no binding ({info.get(key + '_why') or 'not built'})"
     if installed is None:
