@@ -1,7 +1,8 @@
 # matex_python_probe(<out> <result> <code>): runs `code` with the Python the
-# bindings are built for (Python3_EXECUTABLE) and its output, stripped, in
-# <out>. It sees the environment the user installs into, not pip's build
-# environment: pip's isolated build sets PYTHONPATH to its own site folder
+# bindings are built for (Python3_EXECUTABLE): its output, stripped, in
+# <out>, its exit status in <result>, and the line of its error
+# ("ModuleNotFoundError: ...") in <out>_ERROR. It sees the environment the
+# user installs into, not pip's build environment: pip's isolated build sets PYTHONPATH to its own site folder
 # (whose sitecustomize hides the environment's packages) and sets
 # PYTHONNOUSERSITE; the probe drops both. pip replaces PYTHONPATH, so
 # frameworks that only PYTHONPATH provides (some module systems) are seen
@@ -22,5 +23,6 @@ function(matex_python_probe out result code)
     OUTPUT_VARIABLE text RESULT_VARIABLE rc ERROR_VARIABLE errors OUTPUT_STRIP_TRAILING_WHITESPACE)
   set(${out} "${text}" PARENT_SCOPE)
   set(${result} "${rc}" PARENT_SCOPE)
-  set(${out}_ERRORS "${errors}" PARENT_SCOPE)
+  string(REGEX MATCH "[A-Za-z]*Error: [^\n]*" error "${errors}")
+  set(${out}_ERROR "${error}" PARENT_SCOPE)
 endfunction()

@@ -76,22 +76,15 @@ echo "==== C programs against the installed package"
 CMAKE_DIR=$(as_user "$VENV/bin/python" -m matex --cmake-dir)
 PC_DIR=$(as_user "$VENV/bin/python" -m matex --pkg-config-dir)
 LIB_DIR=$(as_user "$VENV/bin/python" -m matex --lib-dir)
-run_consumer() {
-  local binary=$1 resolved output
-  resolved=$(ldd "$binary" | awk '/libmatexcomm/ {print $3}')
-  [[ $resolved == "$LIB_DIR"/* ]] || { echo "FAIL: $binary resolves libmatexcomm to '$resolved', not $LIB_DIR"; exit 1; }
-  output=$(as_user mpirun -np 2 "$binary" 2>&1) || { echo "$output"; echo "FAIL: $binary under mpirun"; exit 1; }
-  [[ $(grep -c '^OK rank' <<<"$output") -eq 2 ]] || { echo "$output"; echo "FAIL: $binary: not OK on 2 ranks"; exit 1; }
-  echo "$binary: OK on 2 ranks (libmatexcomm from $resolved)"
-}
+source "$REPO/tests/consumer/check_consumer.sh"
 as_user cmake -S "$WORK/src/tests/consumer" -B "$WORK/consumer-cmake" -Dmatexcomm_DIR="$CMAKE_DIR" \
   -DCMAKE_BUILD_TYPE=Release > "$WORK/consumer.log" 2>&1 &&
   as_user cmake --build "$WORK/consumer-cmake" >> "$WORK/consumer.log" 2>&1 ||
   { cat "$WORK/consumer.log"; echo "FAIL: find_package(matexcomm) consumer"; exit 1; }
-run_consumer "$WORK/consumer-cmake/consumer"
+check_consumer "$WORK/consumer-cmake/consumer" "$LIB_DIR" as_user mpirun
 flags=$(as_user env PKG_CONFIG_PATH="$PC_DIR" pkg-config --cflags --libs matexcomm)
 echo "pkg-config --cflags --libs matexcomm: $flags"
 # shellcheck disable=SC2086  # the flags are meant to be split
 as_user cc -o "$WORK/run/consumer-pkgconfig" "$WORK/src/tests/consumer/consumer.c" $flags -Wl,-rpath,"$LIB_DIR"
-run_consumer "$WORK/run/consumer-pkgconfig"
+check_consumer "$WORK/run/consumer-pkgconfig" "$LIB_DIR" as_user mpirun
 echo "PASS: an unprivileged user installed matex with one pip install and trained, and C programs built against it"

@@ -21,23 +21,8 @@ PREFIX=$WORK/prefix
 
 step() { echo "==== $*"; }
 
-# Runs a consumer binary on 2 ranks; both must print OK and it must use the prefix's library.
-run_consumer() {
-  local binary=$1
-  local resolved
-  resolved=$(ldd "$binary" | awk '/libmatexcomm/ {print $3}')
-  echo "libmatexcomm resolves to: $resolved"
-  case "$resolved" in
-    "$PREFIX"/*) ;;
-    *) echo "FAIL: $binary does not use the installed library"; exit 1 ;;
-  esac
-  local output
-  output=$("$MPIEXEC" -np 2 --oversubscribe "$binary" 2>&1) || { echo "$output"; echo "FAIL: $binary failed"; exit 1; }
-  echo "$output"
-  local oks
-  oks=$(grep -c '^OK rank' <<<"$output" || true)
-  [ "$oks" -eq 2 ] || { echo "FAIL: expected OK from 2 ranks, got $oks"; exit 1; }
-}
+# check_consumer: the binary uses the prefix's library and prints OK on 2 ranks.
+source "$SOURCE/tests/consumer/check_consumer.sh"
 
 step "install $BUILD into $PREFIX"
 cmake --install "$BUILD" --prefix "$PREFIX" >"$WORK/install.log" || { cat "$WORK/install.log"; exit 1; }
@@ -49,7 +34,7 @@ step "find_package(matexcomm) consumer"
 cmake -S "$SOURCE/tests/consumer" -B "$WORK/cmake-build" -DCMAKE_PREFIX_PATH="$PREFIX" \
   -DCMAKE_BUILD_TYPE=Release >"$WORK/configure.log" 2>&1 || { cat "$WORK/configure.log"; exit 1; }
 cmake --build "$WORK/cmake-build" >"$WORK/build.log" 2>&1 || { cat "$WORK/build.log"; exit 1; }
-run_consumer "$WORK/cmake-build/consumer"
+check_consumer "$WORK/cmake-build/consumer" "$PREFIX" "$MPIEXEC" --oversubscribe
 
 step "pkg-config consumer"
 export PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig
@@ -57,6 +42,6 @@ flags=$(pkg-config --cflags --libs matexcomm)
 echo "pkg-config --cflags --libs matexcomm: $flags"
 # shellcheck disable=SC2086  # the flags are meant to be split
 "$CC" -o "$WORK/consumer-pkgconfig" "$SOURCE/tests/consumer/consumer.c" $flags -Wl,-rpath,"$PREFIX/lib"
-run_consumer "$WORK/consumer-pkgconfig"
+check_consumer "$WORK/consumer-pkgconfig" "$PREFIX" "$MPIEXEC" --oversubscribe
 
 echo "PASS: find_package and pkg-config consumers both work"

@@ -29,6 +29,14 @@ struct HardwareInfo {
   std::string nearest_gpu;  // GPU whose locality covers the binding ("-" when none)
 };
 
+// Which PCI functions both probes count as GPUs: display (0x0300) and 3D
+// (0x0302) controllers, but the display controllers of baseboard management
+// controllers (ASPEED, Matrox G200 on iLO/iDRAC), which are no accelerators.
+inline bool is_gpu_pci_class(unsigned class_and_subclass) {
+  return class_and_subclass == 0x0300 || class_and_subclass == 0x0302;
+}
+inline bool is_bmc_display_vendor(unsigned vendor_id) { return vendor_id == 0x1a03 || vendor_id == 0x102b; }
+
 // Loads the hwloc topology (with I/O devices) and describes it. Never throws
 // for a missing device class; throws Error(MATEX_ERR_SYSTEM) if hwloc fails.
 HardwareInfo probe_hardware();

@@ -21,10 +21,6 @@ namespace matexcomm::topo {
 
 namespace {
 
-// Display controllers of baseboard management controllers (ASPEED, Matrox
-// G200 on iLO/iDRAC) are PCI class 0x0300 but are not accelerators.
-constexpr unsigned kBmcDisplayVendors[] = {0x1a03, 0x102b};
-
 struct FoundDevice {
   PciDevice info;
   hwloc_const_cpuset_t locality = nullptr;  // owned by the topology
@@ -104,8 +100,7 @@ std::string vendor_device_of(hwloc_obj_t pci) {
 
 bool is_bmc_display(hwloc_obj_t pci) {
   if (pci == nullptr) return false;
-  return std::count(std::begin(kBmcDisplayVendors), std::end(kBmcDisplayVendors),
-                    pci->attr->pcidev.vendor_id) > 0;
+  return is_bmc_display_vendor(pci->attr->pcidev.vendor_id);
 }
 
 FoundDevice describe_device(hwloc_topology_t topology, hwloc_obj_t object, const char* kind,
@@ -149,7 +144,7 @@ std::vector<FoundDevice> find_gpus(hwloc_topology_t topology) {
   }
   for (hwloc_obj_t pci = nullptr; (pci = hwloc_get_next_pcidev(topology, pci));) {
     unsigned short pci_class = pci->attr->pcidev.class_id;
-    if ((pci_class != 0x0300 && pci_class != 0x0302) || is_bmc_display(pci)) continue;
+    if (!is_gpu_pci_class(pci_class) || is_bmc_display(pci)) continue;
     bool seen = std::any_of(gpus.begin(), gpus.end(), [pci](const FoundDevice& gpu) { return gpu.pci == pci; });
     if (!seen) gpus.push_back(describe_device(topology, pci, "gpu", vendor_device_of(pci)));
   }

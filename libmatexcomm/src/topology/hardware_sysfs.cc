@@ -41,8 +41,6 @@ namespace matexcomm::topo::sysfs {
 
 namespace {
 
-constexpr unsigned kBmcDisplayVendors[] = {0x1a03, 0x102b};  // ASPEED, Matrox G200 (iLO/iDRAC)
-
 std::set<int> set_of(const std::string& list) {
   std::vector<int> indices = parse_index_list(list);
   return {indices.begin(), indices.end()};
@@ -194,9 +192,8 @@ std::vector<PlacedDevice> find_gpus(const std::string& root, const CpuFacts& fac
   for (const std::string& address : entries_of(bus)) {
     std::string folder = bus + address;
     int pci_class = number_in(folder + "/class", 0) >> 8;  // 0xCCSSPP: class and subclass
-    if (pci_class != 0x0300 && pci_class != 0x0302) continue;
     unsigned vendor = static_cast<unsigned>(number_in(folder + "/vendor", 0));
-    if (std::count(std::begin(kBmcDisplayVendors), std::end(kBmcDisplayVendors), vendor) > 0) continue;
+    if (!is_gpu_pci_class(static_cast<unsigned>(pci_class)) || is_bmc_display_vendor(vendor)) continue;
     PlacedDevice gpu = placed(facts, folder);
     gpu.info.kind = "gpu";
     gpu.info.bus_id = address;

@@ -31,14 +31,14 @@ def active():
     return _active
 
 
-def _refuse_unsupported_versions(tf):
+def _refuse_unsupported_versions(tf, op_library):
     import importlib.metadata
     import os
 
     from . import _build
     hint = "Install a TensorFlow and Keras in the supported ranges, then reinstall matex (pip install <repository>)"
     try:
-        _build.check("tf", tf.__version__, os.path.exists(_runtime_library()), hint)
+        _build.check("tf", tf.__version__, os.path.exists(op_library), hint)
         try:
             keras = importlib.metadata.version("keras")
         except importlib.metadata.PackageNotFoundError:
@@ -48,11 +48,6 @@ def _refuse_unsupported_versions(tf):
     except _build.UnsupportedVersion as error:
         print(str(error), file=sys.stderr, flush=True)
         raise SystemExit(1) from None
-
-
-def _runtime_library():
-    from . import _runtime
-    return _runtime._LIBRARY
 
 
 def activate():
@@ -68,7 +63,7 @@ def activate():
     import tensorflow as tf
 
     from . import _runtime, _threads
-    _refuse_unsupported_versions(tf)
+    _refuse_unsupported_versions(tf, _runtime._LIBRARY)
     _runtime.init()
     _abort_on_uncaught_exceptions()
     _threads.apply(_runtime.native(), _runtime.rank(), _runtime.size())  # before TensorFlow starts its pools

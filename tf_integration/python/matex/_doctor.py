@@ -7,7 +7,6 @@ MPI_Get_library_version (callable before MPI_Init), the settings come from
 (a library that does not load, a binding built for another framework
 release, a setting the library refuses), else 0."""
 import ctypes
-import glob
 import importlib.metadata
 import importlib.util
 import os
@@ -132,18 +131,13 @@ def _framework(report, info, label, key, module, binding_built):
 
 
 def _frameworks(report, info):
-    package = _libraries.PACKAGE
-    _framework(report, info, "TensorFlow", "tf", "tensorflow",
-               os.path.exists(os.path.join(package, "_matex_ops.so")))
+    _framework(report, info, "TensorFlow", "tf", "tensorflow", os.path.exists(_libraries.OPS_LIBRARY))
     keras = _installed_version("keras")
     if keras is not None:
         why = _build.problem("keras", keras, info)
         report.line("Keras", f"{keras} installed" + (f"; {why}" if why else "") +
-              f"; supported {_build.range_text('keras', info)}")
-    spec = importlib.util.find_spec("matex_torch")
-    torch_folder = os.path.dirname(spec.origin) if spec and spec.origin else ""
-    _framework(report, info, "PyTorch", "torch", "torch",
-               bool(torch_folder and glob.glob(os.path.join(torch_folder, "_matex_torch*.so"))))
+                    f"; supported {_build.range_text('keras', info)}")
+    _framework(report, info, "PyTorch", "torch", "torch", _libraries.torch_extension_built())
 
 
 def _shared_memory(report):

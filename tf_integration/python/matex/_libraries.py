@@ -6,23 +6,29 @@ TensorFlow binding (matex/_runtime.py), the PyTorch binding
 (matex_torch/_native.py) and `python -m matex doctor`."""
 import ctypes
 import ctypes.util
+import glob
 import os
+
+from . import _build
 
 PACKAGE = os.path.dirname(os.path.abspath(__file__))
 LIBDIR = os.path.join(PACKAGE, "lib")          # libmatexcomm, the interposer, cmake/, pkgconfig/
 INCLUDEDIR = os.path.join(PACKAGE, "include")  # installed wheels only
 LIBMATEXCOMM = os.path.join(LIBDIR, "libmatexcomm.so.0")
+OPS_LIBRARY = os.path.join(PACKAGE, "_matex_ops.so")  # the TensorFlow binding, when built
+# matex_torch sits beside matex, in the wheel and in a build's python/ folder.
+TORCH_PACKAGE = os.path.join(os.path.dirname(PACKAGE), "matex_torch")
+
+
+def torch_extension_built():
+    """Whether the PyTorch binding's extension was built and installed."""
+    return bool(glob.glob(os.path.join(TORCH_PACKAGE, "_matex_torch*.so")))
 
 
 def _built_with():
     """The libmpi the package was built against (_build_info.json), first:
     a module's MPI need not be on the loader's path at run time."""
-    import json
-    try:
-        with open(os.path.join(PACKAGE, "_build_info.json")) as handle:
-            listed = json.load(handle).get("mpi_libraries", "")
-    except (OSError, ValueError):
-        return []
+    listed = _build.facts().get("mpi_libraries", "")
     return [path for path in listed.split(":") if os.path.basename(path).startswith("libmpi.so")]
 
 

@@ -13,7 +13,7 @@ import threading
 
 from . import _libraries
 
-_LIBRARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_matex_ops.so")
+_LIBRARY = _libraries.OPS_LIBRARY
 _lock = threading.Lock()
 _ops = None        # the TensorFlow module of the op library
 _native = None     # ctypes handle on the same library

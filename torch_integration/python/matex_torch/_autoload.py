@@ -21,13 +21,10 @@ _TRUE = ("1", "true", "yes", "on")
 
 def _unsupported():
     """Why this torch cannot run the binding, or None."""
-    import glob
-
     import torch
-    from matex import _build
-    built = bool(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "_matex_torch*.so")))
+    from matex import _build, _libraries
     try:
-        _build.check("torch", torch.__version__, built,
+        _build.check("torch", torch.__version__, _libraries.torch_extension_built(),
                      "Install a PyTorch in the supported range, then reinstall matex (pip install <repository>)")
     except _build.UnsupportedVersion as error:
         return str(error)
