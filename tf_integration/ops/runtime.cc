@@ -76,6 +76,19 @@ int matex_tf_rank(void) { return runtime().rank; }
 void matex_tf_abort(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
 int matex_tf_size(void) { return runtime().size; }
 const char* matex_tf_last_error(void) { return runtime().error.c_str(); }
+int matex_tf_topology(int* local_rank, int* local_size, int* node_index, int* node_count) {
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (r.comm == nullptr || r.shut_down) {
+    r.error = "matex is not initialized (or was shut down): no topology to report";
+    return 1;
+  }
+  if (matex_comm_local_rank(r.comm, local_rank) != MATEX_SUCCESS) return fail(r, "matex_comm_local_rank");
+  if (matex_comm_local_size(r.comm, local_size) != MATEX_SUCCESS) return fail(r, "matex_comm_local_size");
+  if (matex_comm_node_index(r.comm, node_index) != MATEX_SUCCESS) return fail(r, "matex_comm_node_index");
+  if (matex_comm_node_count(r.comm, node_count) != MATEX_SUCCESS) return fail(r, "matex_comm_node_count");
+  return 0;
+}
 int matex_tf_thread_budget(matex_thread_budget_t* budget, int* cpus, size_t cpus_capacity, char* table,
                            size_t table_capacity) {
   Runtime& r = runtime();

@@ -25,6 +25,11 @@ int matex_tf_rank(void);
 // which would otherwise leave the others waiting for its tensors.
 void matex_tf_abort(int code);
 int matex_tf_size(void);
+// This rank's place in the job's topology (matex_comm_local_rank and friends
+// on the runtime's communicator): its rank among the ranks of its node, how
+// many share the node, the node's index and how many nodes there are. 0 on
+// success; before matex_tf_initialize it fails.
+int matex_tf_topology(int* local_rank, int* local_size, int* node_index, int* node_count);
 const char* matex_tf_last_error(void);
 // Collective: this rank's CPU block and thread counts (matex_thread_budget on
 // the runtime's communicator); rank 0's *table gets every rank's. 0 on success.

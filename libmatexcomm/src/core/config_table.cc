@@ -144,6 +144,10 @@ const std::vector<ConfigEntry>& config_table() {
        "Python (pip-installed matex): 1 makes an unmodified TensorFlow script data-parallel under mpirun "
        "or srun, activating when it imports TensorFlow or Keras (docs/tensorflow.md). 0: the startup hook "
        "does nothing but read this variable."},
+      {"MATEX_HOROVOD", ConfigType::kBool, "0", "", kUnbounded, kUnbounded, kSameOnAllRanks,
+       "Python (pip-installed matex): 1 makes `import horovod` load Horovod's API served by matex "
+       "(docs/horovod.md), ahead of any real Horovod. Set it with eval \"$(python -m matex horovod-env)\", which "
+       "also puts matex's horovodrun on PATH. 0: matex never shadows a real Horovod."},
       {"MATEX_TORCH_CUDA", ConfigType::kChoice, "nccl", "nccl|matex", kUnbounded, kUnbounded, kSameOnAllRanks,
        "With MATEX_ENABLE=1 in a PyTorch job: the backend that CUDA tensors of a group taken over from gloo use; "
        "matex sends them through libmatexcomm's device path."},

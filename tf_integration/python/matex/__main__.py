@@ -1,6 +1,8 @@
-"""python -m matex doctor | --cmake-dir | --pkg-config-dir | --include-dir | --lib-dir
+"""python -m matex doctor | horovod-env | --cmake-dir | --pkg-config-dir | --include-dir | --lib-dir
 
   doctor            what this installation found and what this machine offers (matex/_doctor.py)
+  horovod-env       the shell line that opts a job in to Horovod's API served by matex:
+                    eval "$(python -m matex horovod-env)"   (docs/horovod.md)
   --cmake-dir       the folder to give CMake: -Dmatexcomm_DIR=$(python -m matex --cmake-dir)
   --pkg-config-dir  the folder to add to PKG_CONFIG_PATH for `pkg-config matexcomm`
   --include-dir     the headers' folder
@@ -27,6 +29,15 @@ def main(argv):
                   "(pip install <repository>)", file=sys.stderr)
             return 1
         print(folder)
+        return 0
+    if argv == ["horovod-env"]:
+        from . import _libraries as libraries
+        folder = libraries.HOROVOD_FOLDER
+        if not os.path.isdir(os.path.join(folder, "horovod")):
+            print(f"matex: {folder} holds no horovod package (an incomplete installation)", file=sys.stderr)
+            return 1
+        path = os.pathsep.join([os.path.join(folder, "bin"), os.path.dirname(sys.executable)])
+        print(f'export MATEX_HOROVOD=1 PATH="{path}:$PATH"')
         return 0
     if argv[:1] == ["doctor"]:
         from . import _doctor

@@ -18,6 +18,9 @@ LIBMATEXCOMM = os.path.join(LIBDIR, "libmatexcomm.so.0")
 OPS_LIBRARY = os.path.join(PACKAGE, "_matex_ops.so")  # the TensorFlow binding, when built
 # matex_torch sits beside matex, in the wheel and in a build's python/ folder.
 TORCH_PACKAGE = os.path.join(os.path.dirname(PACKAGE), "matex_torch")
+# Horovod's API served by matex: the folder holding the package `horovod` and
+# bin/horovodrun, beside matex; on sys.path only with MATEX_HOROVOD=1.
+HOROVOD_FOLDER = os.path.join(os.path.dirname(PACKAGE), "matex_horovod")
 
 
 def torch_extension_built():

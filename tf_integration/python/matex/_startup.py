@@ -1,5 +1,7 @@
 """The env-gated startup hook, run by matex-activate.pth at every interpreter
-start. Without MATEX_ENABLE=1 it does nothing beyond one environment lookup.
+start. Without MATEX_ENABLE=1 or MATEX_HOROVOD=1 it does nothing beyond two
+environment lookups. MATEX_HOROVOD=1 puts the folder of Horovod's API served
+by matex (matex_horovod/) first on sys.path, so that `import horovod` finds it.
 With it, it waits for the script to import TensorFlow (or Keras, or tf_keras) and then
 activates matex (matex/_activation.py) right after that import finishes, so
 that an unmodified script trains data-parallel under mpirun.
@@ -13,10 +15,19 @@ from . import _import_hook
 WATCHED = ("tensorflow", "keras", "tf_keras")
 
 
-def install():
-    # The spellings libmatexcomm's table accepts for a true MATEX_ENABLE; the
+def _on(name):
+    # The spellings libmatexcomm's table accepts for a true boolean; the
     # activation then validates every MATEX_* setting through the table.
-    if os.environ.get("MATEX_ENABLE", "").strip().lower() not in ("1", "true", "yes", "on"):
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def install():
+    if _on("MATEX_HOROVOD"):
+        import sys
+        from . import _libraries
+        if _libraries.HOROVOD_FOLDER not in sys.path:
+            sys.path.insert(0, _libraries.HOROVOD_FOLDER)
+    if not _on("MATEX_ENABLE"):
         return
     if _import_hook.is_watching(WATCHED):
         return

@@ -1,0 +1,54 @@
+"""The Keras DistributedOptimizer that horovod.tensorflow.keras and
+horovod.keras serve (Keras 3 on TensorFlow).
+
+It is an optimizer of the wrapped one's own class (rebuilt from its config)
+whose apply() first averages the gradients across ranks, before loss-scale
+unscaling, clipping and weight decay, as Horovod's did. With
+backward_passes_per_step=N it turns on Keras's own gradient accumulation
+(gradient_accumulation_steps=N): every pass's gradients are averaged across
+ranks and Keras applies their mean every N passes; Horovod's default
+average_aggregated_gradients=False (the sum of the N passes) multiplies that
+mean by N. The result equals Horovod's to rounding; the traffic is N
+allreduces per update rather than one.
+"""
+from ..common import reduce_ops as _ops
+
+
+class _DistributedKerasMixin:
+    def apply(self, grads, trainable_variables=None):
+        grads = self._hvd_averager(list(grads), postscale=self._hvd_postscale)
+        return super().apply(grads, trainable_variables)
+
+
+def create_distributed_optimizer(optimizer, name, compression, sparse_as_dense, gradient_predivide_factor, op,
+                                 backward_passes_per_step, average_aggregated_gradients, process_set):
+    import keras
+
+    from ..tensorflow.gradients import GradientAverager
+    from ..tensorflow.runtime import runtime
+    if not runtime.started:
+        raise ValueError("Horovod has not been initialized; use hvd.init() (served by matex; DistributedOptimizer)")
+    if not isinstance(optimizer, keras.optimizers.Optimizer):
+        raise TypeError(f"horovod DistributedOptimizer: expected a Keras optimizer (or a TF1 "
+                        f"tf.compat.v1.train.Optimizer), got {type(optimizer).__name__}")
+    if isinstance(optimizer, _DistributedKerasMixin):
+        raise ValueError("horovod DistributedOptimizer: the optimizer is distributed already")
+    averager = GradientAverager("keras.DistributedOptimizer", compression, sparse_as_dense, op,
+                                gradient_predivide_factor, process_set, allowed_ops=(_ops.Average, _ops.Sum))
+    passes = int(backward_passes_per_step)
+    if passes < 1:
+        raise ValueError(f"horovod DistributedOptimizer: backward_passes_per_step must be >= 1, not {passes}")
+    config = optimizer.get_config()
+    if passes > 1:
+        if config.get("gradient_accumulation_steps"):
+            raise ValueError("horovod DistributedOptimizer: give backward_passes_per_step or the optimizer's "
+                             "gradient_accumulation_steps, not both")
+        config["gradient_accumulation_steps"] = passes
+    if name is not None:
+        config["name"] = name
+    cls = type(optimizer.__class__.__name__, (_DistributedKerasMixin, optimizer.__class__),
+               {"__module__": optimizer.__class__.__module__})
+    distributed = cls.from_config(config)
+    distributed._hvd_averager = averager
+    distributed._hvd_postscale = float(passes) if passes > 1 and not average_aggregated_gradients else 1.0
+    return distributed

@@ -1,0 +1,1 @@
+"""What the framework front ends of matex's Horovod API share."""

@@ -1,0 +1,183 @@
+"""libmatexcomm's communicator and engine through its C API (ctypes), for the
+front ends whose tensors are plain host buffers (horovod.torch).
+
+One communicator and one engine per process, started by hvd.init(). The
+engine matches tensors across ranks by name, fuses small allreduces and runs
+them on its own thread (docs/engine.md), which is Horovod's model: a call
+returns a request at once, and waiting on it releases the GIL (ctypes does).
+All-to-all, reduce-scatter and the barrier are blocking calls on the
+communicator, which is separate from the engine's own: they never wait on
+queued engine work, nor it on them.
+"""
+import atexit
+import ctypes
+import threading
+
+from .exceptions import HorovodInternalError
+
+ALLREDUCE, BROADCAST, ALLGATHER = 0, 1, 2
+OPS = {"sum": 0, "product": 1, "min": 2, "max": 3, "average": 4}
+DTYPES = {"int8": 0, "uint8": 1, "int32": 2, "int64": 3, "float16": 4, "bfloat16": 5, "float32": 6,
+          "float64": 7, "bool": 8, "int16": 9, "uint16": 10, "uint32": 11, "uint64": 12}
+_IN_PLACE = ctypes.c_void_p(1)
+
+
+class _TensorOp(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("coll", ctypes.c_int), ("sendbuf", ctypes.c_void_p),
+                ("recvbuf", ctypes.c_void_p), ("count", ctypes.c_size_t), ("row_elements", ctypes.c_size_t),
+                ("dtype", ctypes.c_int), ("op", ctypes.c_int), ("root", ctypes.c_int),
+                ("prescale", ctypes.c_double), ("postscale", ctypes.c_double),
+                ("callback", ctypes.c_void_p), ("user_data", ctypes.c_void_p)]
+
+
+class Request:
+    """One submitted tensor. wait() blocks (without the GIL) and raises
+    HorovodInternalError when the collective failed; the request is freed
+    once it has been waited on, or when dropped."""
+
+    def __init__(self, engine, handle, keep):
+        self._engine = engine
+        self._handle = handle
+        self._keep = keep  # buffers the engine reads or writes until completion
+        self._status = None
+
+    def done(self):
+        if self._status is not None:
+            return True
+        flag = ctypes.c_int(0)
+        status = self._engine.lib.matex_request_test(self._handle, ctypes.byref(flag))
+        if flag.value:
+            self._finish(status)
+        return bool(flag.value)
+
+    def wait(self):
+        if self._status is None:
+            self._finish(self._engine.lib.matex_request_wait(self._handle))
+        if self._status != 0:
+            raise HorovodInternalError(f"horovod (served by matex): {self._message}")
+
+    def output(self):
+        """An allgather's result: (address, rows), valid while the request lives."""
+        data, rows = ctypes.c_void_p(), ctypes.c_size_t()
+        self._engine.check(self._engine.lib.matex_request_output(self._handle, ctypes.byref(data),
+                                                                 ctypes.byref(rows)), "allgather output")
+        return data.value, rows.value
+
+    def _finish(self, status):
+        self._status = status
+        self._message = self._engine.lib.matex_last_error().decode(errors="replace") if status else ""
+
+    def __del__(self):
+        try:
+            if self._handle and self._engine.lib is not None:
+                self._engine.lib.matex_request_free(ctypes.byref(self._handle))
+        except Exception:  # interpreter teardown
+            pass
+
+
+class Engine:
+    def __init__(self):
+        self.lib = None
+        self._comm = ctypes.c_void_p()
+        self._engine = ctypes.c_void_p()
+        self._lock = threading.Lock()
+        self.started = False
+        self.finished = False
+        self.rank = 0
+        self.size = 1
+        self.local_rank = 0
+        self.local_size = 1
+        self.node_index = 0
+        self.node_count = 1
+
+    def check(self, status, what):
+        if status != 0:
+            raise HorovodInternalError(f"horovod (served by matex): {what} failed: "
+                                       f"{self.lib.matex_last_error().decode(errors='replace')}")
+
+    def start(self):
+        with self._lock:
+            if self.started:
+                return
+            if self.finished:
+                raise RuntimeError("horovod (served by matex): hvd.init() after hvd.shutdown(): MPI cannot start "
+                                   "twice in one process")
+            from matex import _libraries
+            _libraries.load_libmpi("horovod")
+            lib = ctypes.CDLL(_libraries.LIBMATEXCOMM)
+            lib.matex_last_error.restype = ctypes.c_char_p
+            lib.matex_built_with_cuda.restype = ctypes.c_int
+            self.lib = lib
+            self.check(lib.matex_init(ctypes.byref(self._comm)), "matex_init")
+            facts = {}
+            for name in ("rank", "size", "local_rank", "local_size", "node_index", "node_count"):
+                value = ctypes.c_int()
+                self.check(getattr(lib, "matex_comm_" + name)(self._comm, ctypes.byref(value)), name)
+                facts[name] = value.value
+            self.__dict__.update(facts)
+            self.check(lib.matex_engine_create(self._comm, ctypes.byref(self._engine)), "starting the engine")
+            self.started = True
+            atexit.register(self.shutdown)
+
+    def shutdown(self):
+        """Collective: stops the engine (pending tensors fail) and finalizes MPI."""
+        with self._lock:
+            if not self.started:
+                return
+            self.started, self.finished = False, True
+            self.check(self.lib.matex_engine_destroy(ctypes.byref(self._engine)), "stopping the engine")
+            self.check(self.lib.matex_finalize(ctypes.byref(self._comm)), "matex_finalize")
+
+    def require(self, who):
+        if not self.started:
+            raise ValueError(f"horovod (served by matex): {who} before hvd.init(); call hvd.init() first")
+
+    def submit(self, name, coll, send, recv, count, dtype, op="sum", root=0, prescale=1.0, postscale=1.0,
+               row_elements=0, keep=()):
+        """Queues one tensor; send/recv are addresses (send None: in place)."""
+        self.require(name)
+        spec = _TensorOp(name.encode(), coll, _IN_PLACE if send is None else send, recv, count, row_elements,
+                         DTYPES[dtype], OPS[op], root, prescale, postscale, None, None)
+        handle = ctypes.c_void_p()
+        self.check(self.lib.matex_engine_submit(self._engine, ctypes.byref(spec), 1, ctypes.byref(handle)),
+                   f"submitting {name!r}")
+        return Request(self, handle, keep)
+
+    def alltoallv(self, send, sendcounts, recv, recvcounts, dtype):
+        """Blocking: elements counts per rank, packed in rank order on both sides."""
+        self.require("alltoall")
+        n = self.size
+        sizes = ctypes.c_size_t * n
+        self.check(self.lib.matex_alltoallv(self._comm, ctypes.c_void_p(send), sizes(*sendcounts), None,
+                                            ctypes.c_void_p(recv), sizes(*recvcounts), None, DTYPES[dtype]),
+                   "alltoall")
+
+    def allreduce(self, send, recv, count, dtype, op):
+        """Blocking, on the communicator (not the engine)."""
+        self.require("allreduce")
+        self.check(self.lib.matex_allreduce(self._comm, ctypes.c_void_p(send), ctypes.c_void_p(recv),
+                                            ctypes.c_size_t(count), DTYPES[dtype], OPS[op]), "allreduce")
+
+    def gather_ints(self, values):
+        """Every rank's list of len(values) integers (the same length everywhere), in rank order."""
+        k = len(values)
+        send = (ctypes.c_int64 * k)(*values)
+        request = self.submit(f"horovod.gather_ints.{k}", ALLGATHER, ctypes.addressof(send), None, 1, "int64",
+                              row_elements=k, keep=(send,))
+        request.wait()
+        address, rows = request.output()
+        flat = (ctypes.c_int64 * (rows * k)).from_address(address)
+        return [list(flat[r * k:(r + 1) * k]) for r in range(rows)]
+
+    def barrier(self):
+        self.require("barrier")
+        self.check(self.lib.matex_barrier(self._comm), "barrier")
+
+    def built_with_cuda(self):
+        if self.lib is None:
+            from matex import _build
+            return str(_build.facts().get("cuda", "")).lower() in ("1", "on", "true", "yes")
+        return self.lib.matex_built_with_cuda() == 1
+
+
+engine = Engine()

@@ -1,0 +1,51 @@
+"""Averaging gradients across ranks for horovod.tensorflow: the list
+allreduce that DistributedGradientTape, the TF1 DistributedOptimizer and the
+Keras DistributedOptimizer share.
+
+Dense gradients go out in one grouped allreduce (the engine fuses them);
+tf.IndexedSlices are gathered, unless sparse_as_dense turns them dense first.
+A None gradient stays None. gradient_predivide_factor f splits the average:
+each rank multiplies by 1/f before the sum and the sum is multiplied by f/N.
+"""
+import tensorflow as tf
+
+from ..common import process_sets
+from ..common import reduce_ops as _ops
+from . import mpi_ops
+from .compression import Compression
+
+
+class GradientAverager:
+    def __init__(self, who, compression=Compression.none, sparse_as_dense=False, op=_ops.Average,
+                 gradient_predivide_factor=1.0, process_set=process_sets.global_process_set, allowed_ops=None):
+        process_sets.check(process_set, who)
+        _ops.resolve(op, None, who)
+        if allowed_ops is not None and op not in allowed_ops:
+            raise ValueError(f"horovod.{who}: op must be Average or Sum")
+        if op != _ops.Average and gradient_predivide_factor != 1.0:
+            raise ValueError(f"horovod.{who}: gradient_predivide_factor needs op=Average")
+        if gradient_predivide_factor <= 0:
+            raise ValueError(f"horovod.{who}: gradient_predivide_factor must be > 0")
+        self.compression = compression
+        self.sparse_as_dense = sparse_as_dense
+        self.op = op
+        self.predivide = float(gradient_predivide_factor)
+
+    def __call__(self, grads, postscale=1.0):
+        grads = list(grads)
+        present = [i for i, g in enumerate(grads) if g is not None]
+        if not present:
+            return grads
+        values = []
+        for i in present:
+            g = grads[i]
+            if self.sparse_as_dense and isinstance(g, tf.IndexedSlices):
+                g = tf.convert_to_tensor(g)
+            values.append(g)
+        prescale, post = ((1.0 / self.predivide, self.predivide) if self.op == _ops.Average else (1.0, 1.0))
+        reduced = mpi_ops.grouped_allreduce(values, compression=self.compression, op=self.op,
+                                            prescale_factor=prescale, postscale_factor=post * postscale)
+        result = list(grads)
+        for i, value in zip(present, reduced):
+            result[i] = value
+        return result

@@ -1,0 +1,271 @@
+"""horovod.tensorflow's collectives over matex's TensorFlow ops
+(matex/_collectives.py): allreduce, broadcast and allgather are matex ops,
+eager and inside tf.function, run by the engine. All-to-all and
+reduce-scatter are built from them in the graph: all-to-all gathers every
+rank's tensor and keeps the rows sent to this rank (N times the traffic of a
+native all-to-all); reduce-scatter allreduces and keeps this rank's rows
+(twice the traffic). docs/horovod.md lists these costs.
+"""
+import tensorflow as tf
+
+from ..common import objects, process_sets
+from ..common import reduce_ops as _ops
+from ..common.refusals import refuse
+from .compression import Compression
+from .runtime import runtime
+
+Average, Sum, Adasum, Min, Max, Product = (_ops.Average, _ops.Sum, _ops.Adasum, _ops.Min, _ops.Max,
+                                          _ops.Product)
+
+
+def _collectives():
+    from matex import _collectives
+    return _collectives
+
+
+def _require(who):
+    if not runtime.started:
+        raise ValueError(f"Horovod has not been initialized; use hvd.init() (served by matex; {who})")
+
+
+def _scoped(name, ignore_name_scope):
+    """Horovod prefixes a given name with the current name scope (in graphs)."""
+    if name is None or ignore_name_scope or tf.executing_eagerly():
+        return name
+    scope = tf.compat.v1.get_default_graph().get_name_scope()
+    return f"{scope}/{name}" if scope else name
+
+
+def _check_root(root_rank, who):
+    _require(who)
+    size = runtime.size
+    if not isinstance(root_rank, int) or isinstance(root_rank, bool) or not 0 <= root_rank < size:
+        raise ValueError(f"horovod.tensorflow.{who}: root_rank={root_rank!r} is not a rank of this job "
+                         f"(0..{size - 1})")
+
+
+def _sparse_allreduce(slices, op, prescale_factor, postscale_factor, name):
+    if op not in ("average", "sum"):
+        refuse(f"allreduce of tf.IndexedSlices with op {op!r}", "only Sum and Average are served for sparse "
+               "gradients (or pass sparse_as_dense=True)")
+    if prescale_factor != 1.0 or postscale_factor != 1.0:
+        refuse("allreduce of tf.IndexedSlices with prescale_factor or postscale_factor",
+               "pass sparse_as_dense=True")
+    values = _collectives().allgather(slices.values, name=None if name is None else f"{name}.values")
+    indices = _collectives().allgather(slices.indices, name=None if name is None else f"{name}.indices")
+    if op == "average":
+        values = values / tf.cast(runtime.size, values.dtype)
+    return tf.IndexedSlices(values, indices, dense_shape=slices.dense_shape)
+
+
+def allreduce(tensor, average=None, device_dense="", device_sparse="", compression=Compression.none, op=None,
+              prescale_factor=1.0, postscale_factor=1.0, name=None, process_set=process_sets.global_process_set,
+              ignore_name_scope=False):
+    """tensor reduced across ranks (op Average by default); tf.IndexedSlices
+    are gathered (values and indices), as Horovod does."""
+    process_sets.check(process_set, "allreduce")
+    _require("allreduce")
+    reduce_op = _ops.resolve(op, average, "allreduce")
+    name = _scoped(name, ignore_name_scope)
+    if isinstance(tensor, tf.IndexedSlices):
+        return _sparse_allreduce(tensor, reduce_op, prescale_factor, postscale_factor, name)
+    compressed, context = compression.compress(tf.convert_to_tensor(tensor))
+    reduced = _collectives().allreduce(compressed, op=reduce_op, prescale=prescale_factor,
+                                       postscale=postscale_factor, name=name)
+    return compression.decompress(reduced, context)
+
+
+def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="", compression=Compression.none,
+                      op=None, prescale_factor=1.0, postscale_factor=1.0, process_set=process_sets.global_process_set,
+                      ignore_name_scope=False, name=None):
+    """Several tensors reduced in one submission (the engine may fuse them)."""
+    process_sets.check(process_set, "grouped_allreduce")
+    _require("grouped_allreduce")
+    reduce_op = _ops.resolve(op, average, "grouped_allreduce")
+    name = _scoped(name, ignore_name_scope)
+    tensors = list(tensors)
+    results = [None] * len(tensors)
+    dense, packed = [], []
+    for index, tensor in enumerate(tensors):
+        if isinstance(tensor, tf.IndexedSlices):
+            results[index] = _sparse_allreduce(tensor, reduce_op, prescale_factor, postscale_factor,
+                                               None if name is None else f"{name}.{index}")
+        else:
+            dense.append(index)
+            packed.append(compression.compress(tf.convert_to_tensor(tensor)))
+    if dense:
+        reduced = _collectives().allreduce([c for c, _ in packed], op=reduce_op, prescale=prescale_factor,
+                                           postscale=postscale_factor, name=name)
+        for index, value, (_, context) in zip(dense, reduced, packed):
+            results[index] = compression.decompress(value, context)
+    return results
+
+
+def allgather(tensor, name=None, ignore_name_scope=False, process_set=process_sets.global_process_set):
+    """Every rank's tensor concatenated along dimension 0 (which may differ between ranks)."""
+    process_sets.check(process_set, "allgather")
+    _require("allgather")
+    tensor = tf.convert_to_tensor(tensor)
+    if tensor.shape.rank == 0:
+        raise ValueError("horovod.tensorflow.allgather: the tensor needs at least one dimension (it is a scalar)")
+    return _collectives().allgather(tensor, name=_scoped(name, ignore_name_scope))
+
+
+def grouped_allgather(tensors, name=None, ignore_name_scope=False, process_set=process_sets.global_process_set):
+    name = _scoped(name, ignore_name_scope)
+    return [allgather(t, None if name is None else f"{name}.{i}", True, process_set) for i, t in enumerate(tensors)]
+
+
+def broadcast(tensor, root_rank, name=None, ignore_name_scope=False, process_set=process_sets.global_process_set):
+    """root_rank's tensor, on every rank."""
+    process_sets.check(process_set, "broadcast")
+    _check_root(root_rank, "broadcast")
+    return _collectives().broadcast(tensor, root_rank=root_rank, name=_scoped(name, ignore_name_scope))
+
+
+def broadcast_(variables, root_rank, name=None, process_set=process_sets.global_process_set):
+    """root_rank's values assigned to `variables` in place; returns them."""
+    variables = list(variables)
+    for index, variable in enumerate(variables):
+        variable.assign(broadcast(variable, root_rank, None if name is None else f"{name}.{index}", True,
+                                  process_set))
+    return variables
+
+
+def _even_splits(rows, size):
+    tf.debugging.assert_equal(rows % size, tf.zeros_like(rows), message=(
+        "horovod.tensorflow.alltoall: without splits, dimension 0 must be a multiple of the number of ranks"))
+    return tf.fill([size], rows // size)
+
+
+def alltoall(tensor, splits=None, name=None, ignore_name_scope=False, process_set=process_sets.global_process_set):
+    """Rank r sends splits[j] rows of tensor to rank j (an even split by
+    default). Returns the rows received, in rank order, and, when splits was
+    given, how many came from each rank."""
+    process_sets.check(process_set, "alltoall")
+    _require("alltoall")
+    size, rank = runtime.size, runtime.rank
+    tensor = tf.convert_to_tensor(tensor)
+    if tensor.shape.rank == 0:
+        raise ValueError("horovod.tensorflow.alltoall: the tensor needs at least one dimension")
+    rows = tf.shape(tensor, out_type=tf.int64)[0]
+    given = splits is not None
+    counts = _even_splits(rows, size) if splits is None else tf.cast(tf.reshape(splits, [-1]), tf.int64)
+    if counts.shape[0] is not None and counts.shape[0] != size:
+        raise ValueError(f"horovod.tensorflow.alltoall: splits must hold {size} counts, not {counts.shape[0]}")
+    tf.debugging.assert_equal(tf.reduce_sum(counts), rows, message=(
+        "horovod.tensorflow.alltoall: splits must sum to dimension 0 of the tensor"))
+    tf.debugging.assert_non_negative(counts, message="horovod.tensorflow.alltoall: splits must be >= 0")
+    name = _scoped(name, ignore_name_scope)
+    everyone = _collectives().allgather(tf.reshape(counts, [1, size]), name=None if name is None else f"{name}.splits")
+    gathered = _collectives().allgather(tensor, name=None if name is None else f"{name}.rows")
+    sender_rows = tf.reduce_sum(everyone, axis=1)
+    sender_start = tf.cumsum(sender_rows, exclusive=True)
+    starts = sender_start + tf.reduce_sum(everyone[:, :rank], axis=1)
+    received = everyone[:, rank]
+    picks = tf.ragged.range(starts, starts + received).flat_values
+    output = tf.gather(gathered, picks)
+    return (output, received) if given else output
+
+
+def reducescatter(tensor, device_dense="", compression=Compression.none, op=Average, name=None,
+                  process_set=process_sets.global_process_set, ignore_name_scope=False, prescale_factor=1.0,
+                  postscale_factor=1.0):
+    """This rank's rows of the reduction across ranks: dimension 0 split as
+    evenly as possible, the first ranks one row more."""
+    process_sets.check(process_set, "reducescatter")
+    _require("reducescatter")
+    tensor = tf.convert_to_tensor(tensor)
+    if tensor.shape.rank == 0:
+        raise ValueError("horovod.tensorflow.reducescatter: the tensor needs at least one dimension")
+    full = allreduce(tensor, compression=compression, op=op, prescale_factor=prescale_factor,
+                     postscale_factor=postscale_factor, name=None if name is None else f"{name}.reducescatter",
+                     ignore_name_scope=ignore_name_scope)
+    size, rank = runtime.size, runtime.rank
+    rows = tf.shape(full)[0]
+    base, extra = rows // size, rows % size
+    start = rank * base + tf.minimum(rank, extra)
+    count = base + tf.cast(rank < extra, base.dtype)
+    return full[start:start + count]
+
+
+def grouped_reducescatter(tensors, device_dense="", compression=Compression.none, op=Average,
+                          process_set=process_sets.global_process_set, prescale_factor=1.0, postscale_factor=1.0):
+    return [reducescatter(t, device_dense, compression, op, None, process_set, False, prescale_factor,
+                          postscale_factor) for t in tensors]
+
+
+def _eager(who):
+    if not tf.executing_eagerly():
+        refuse(f"{who} inside tf.function or a TF1 graph", "call it eagerly, outside the traced step")
+
+
+def join():
+    """Every rank calls it once it has no more collectives to issue; returns
+    the last rank to join (as a tensor). matex serves join only as that final
+    meeting (docs/horovod.md)."""
+    import time
+    _eager("join")
+    _require("join")
+    stamps = [row[0] for row in runtime.gather_ints([time.time_ns()])]
+    return tf.constant(max(range(len(stamps)), key=lambda r: (stamps[r], r)), tf.int32)
+
+
+def barrier(process_set=process_sets.global_process_set):
+    """Returns once every rank has called it."""
+    process_sets.check(process_set, "barrier")
+    _eager("barrier")
+    _require("barrier")
+    runtime.gather_ints([0])
+
+
+def _broadcast_bytes(payload, root_rank):
+    length = broadcast(tf.constant([len(payload)], tf.int64), root_rank).numpy()[0]
+    data = tf.constant(list(payload), tf.uint8) if runtime.rank == root_rank else tf.zeros([length], tf.uint8)
+    return broadcast(data, root_rank).numpy().tobytes()
+
+
+def _allgather_bytes(payload):
+    lengths = allgather(tf.constant([len(payload)], tf.int64)).numpy().tolist()
+    everything = allgather(tf.constant(list(payload), tf.uint8, shape=[len(payload)])).numpy().tobytes()
+    parts, start = [], 0
+    for length in lengths:
+        parts.append(everything[start:start + length])
+        start += length
+    return parts
+
+
+def broadcast_object(obj, root_rank=0, session=None, name=None, process_set=process_sets.global_process_set):
+    """root_rank's object (anything picklable), on every rank."""
+    process_sets.check(process_set, "broadcast_object")
+    _eager("broadcast_object")
+    _check_root(root_rank, "broadcast_object")
+    return objects.broadcast_object(obj, root_rank, runtime.rank, _broadcast_bytes)
+
+
+def allgather_object(obj, session=None, name=None, process_set=process_sets.global_process_set):
+    """Every rank's object, in rank order."""
+    process_sets.check(process_set, "allgather_object")
+    _eager("allgather_object")
+    _require("allgather_object")
+    return objects.allgather_object(obj, _allgather_bytes)
+
+
+def size_op(process_set_id=0, name=None):
+    return tf.constant(runtime.size, tf.int32, name=name)
+
+
+def local_size_op(name=None):
+    return tf.constant(runtime.local_size, tf.int32, name=name)
+
+
+def rank_op(name=None):
+    return tf.constant(runtime.rank, tf.int32, name=name)
+
+
+def local_rank_op(name=None):
+    return tf.constant(runtime.local_rank, tf.int32, name=name)
+
+
+def process_set_included_op(process_set_id=0, name=None):
+    return tf.constant(1, tf.int32, name=name)

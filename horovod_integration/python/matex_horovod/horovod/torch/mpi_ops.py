@@ -1,0 +1,458 @@
+"""horovod.torch's collectives over matex's engine (common/engine.py).
+
+Every call returns at once with an integer handle (the *_async forms) or
+waits for its handle; poll() and synchronize() take the handle. Tensors are
+matched across ranks by name: the name given, or one drawn from a counter per
+kind of call, so ranks must issue unnamed calls in the same order, as with
+Horovod. CUDA tensors are staged through host memory.
+
+All-to-all and reduce-scatter run as blocking calls on the communicator
+(their *_async forms return a handle that is complete already).
+"""
+import ctypes
+import itertools
+import threading
+
+import torch
+
+from ..common import objects, process_sets
+from ..common import reduce_ops as _ops
+from ..common.engine import ALLGATHER, ALLREDUCE, BROADCAST, engine
+from ..common.exceptions import HorovodInternalError
+
+Average, Sum, Adasum, Min, Max, Product = (_ops.Average, _ops.Sum, _ops.Adasum, _ops.Min, _ops.Max,
+                                          _ops.Product)
+
+_DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
+           torch.bfloat16: "bfloat16", torch.int8: "int8", torch.uint8: "uint8", torch.int16: "int16",
+           torch.int32: "int32", torch.int64: "int64", torch.bool: "bool"}
+for _name in ("uint16", "uint32", "uint64"):
+    if hasattr(torch, _name):
+        _DTYPES[getattr(torch, _name)] = _name
+
+_counters = {}
+_counter_lock = threading.Lock()
+_handles = {}
+_handle_ids = itertools.count(1)
+
+
+def _name(kind, name):
+    if name is not None:
+        return f"{kind}.{name}"
+    with _counter_lock:
+        counter = _counters.setdefault(kind, itertools.count())
+        return f"{kind}.noname.{next(counter)}"
+
+
+def _dtype(tensor, who):
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"horovod.torch.{who}: expected a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.is_sparse:
+        raise ValueError(f"horovod.torch.{who}: sparse tensors are not served; pass tensor.to_dense()")
+    if tensor.dtype not in _DTYPES:
+        raise TypeError(f"horovod.torch.{who}: dtype {tensor.dtype} is not served")
+    return _DTYPES[tensor.dtype]
+
+
+class _Staged:
+    """A host, contiguous buffer for `tensor` (itself when it already is one);
+    finish() copies results back when it was not."""
+
+    def __init__(self, tensor, copy_in=True):
+        self.tensor = tensor
+        plain = tensor.device.type == "cpu" and tensor.is_contiguous()
+        self.host = tensor if plain else (tensor.detach().to("cpu").contiguous() if copy_in
+                                          else torch.empty(tensor.shape, dtype=tensor.dtype))
+        self.copy_back = not plain
+
+    def finish(self):
+        if self.copy_back:
+            with torch.no_grad():
+                self.tensor.copy_(self.host)
+        return self.tensor
+
+
+class _Pending:
+    def __init__(self, requests, finish):
+        self.requests = requests
+        self.finish = finish
+
+    def done(self):
+        return all(r.done() for r in self.requests)
+
+
+def _register(requests, finish):
+    handle = next(_handle_ids)
+    _handles[handle] = _Pending(requests, finish)
+    return handle
+
+
+def poll(handle):
+    """True once the operation behind handle has finished (synchronize() then returns at once)."""
+    pending = _handles.get(handle)
+    if pending is None:
+        raise ValueError(f"horovod.torch.poll: unknown handle {handle!r} (already synchronized?)")
+    return pending.done()
+
+
+def synchronize(handle):
+    """Waits for the operation behind handle and returns its result."""
+    pending = _handles.pop(handle, None)
+    if pending is None:
+        raise ValueError(f"horovod.torch.synchronize: unknown handle {handle!r} (already synchronized?)")
+    try:
+        for request in pending.requests:
+            request.wait()
+    except HorovodInternalError:
+        raise
+    return pending.finish()
+
+
+# ---- allreduce -----------------------------------------------------------------------------------------
+
+def _allreduce_async_into(tensors, outputs, name, op, prescale_factor, postscale_factor, process_set,
+                          who):
+    process_sets.check(process_set, who)
+    if not tensors:
+        return [], []
+    reduce_op = op
+    base = _name("allreduce", name)
+    requests, staged = [], []
+    for index, (tensor, output) in enumerate(zip(tensors, outputs)):
+        dtype = _dtype(tensor, who)
+        if reduce_op == "average" and not (tensor.is_floating_point() or tensor.is_complex()):
+            raise TypeError(f"horovod.torch.{who}: op=Average needs a floating tensor, not {tensor.dtype}; "
+                            "use op=Sum")
+        if (prescale_factor != 1.0 or postscale_factor != 1.0) and not tensor.is_floating_point():
+            raise TypeError(f"horovod.torch.{who}: prescale_factor and postscale_factor need a floating tensor")
+        if output is not tensor:
+            with torch.no_grad():
+                output.copy_(tensor)
+        host = _Staged(output)
+        tensor_name = base if len(tensors) == 1 else f"{base}.{index}"
+        requests.append(engine.submit(tensor_name, ALLREDUCE, None, host.host.data_ptr(), host.host.numel(), dtype,
+                                      op=reduce_op, prescale=float(prescale_factor),
+                                      postscale=float(postscale_factor), keep=(host.host,)))
+        staged.append(host)
+    return requests, staged
+
+
+def _reduce_args(average, op, who):
+    return _ops.resolve(op, average, who)
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                     process_set=process_sets.global_process_set):
+    """Reduces tensor across ranks in place (op Average by default); returns a handle."""
+    requests, staged = _allreduce_async_into([tensor], [tensor], name, _reduce_args(average, op, "allreduce_"),
+                                             prescale_factor, postscale_factor, process_set, "allreduce_async_")
+    return _register(requests, lambda: staged[0].finish())
+
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                    process_set=process_sets.global_process_set):
+    """Like allreduce_async_, into a new tensor."""
+    output = torch.empty_like(tensor)
+    requests, staged = _allreduce_async_into([tensor], [output], name, _reduce_args(average, op, "allreduce"),
+                                             prescale_factor, postscale_factor, process_set, "allreduce_async")
+    return _register(requests, lambda: staged[0].finish())
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+               process_set=process_sets.global_process_set):
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, process_set))
+
+
+def allreduce(tensor, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
+              postscale_factor=1.0, process_set=process_sets.global_process_set):
+    """A new tensor: tensor reduced across ranks (op Average by default). The
+    result has tensor's gradient: allreduce is differentiable, as Horovod's is."""
+    from .compression import Compression
+    compression = compression or Compression.none
+    compressed, context = compression.compress(tensor)
+    reduced = _AllreduceFunction.apply(compressed, average, name, op, prescale_factor, postscale_factor,
+                                       process_set)
+    return compression.decompress(reduced, context)
+
+
+class _AllreduceFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, average, name, op, prescale_factor, postscale_factor, process_set):
+        ctx.args = (average, op, prescale_factor, postscale_factor, process_set)
+        return synchronize(allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor,
+                                           process_set))
+
+    @staticmethod
+    def backward(ctx, grad):
+        average, op, prescale_factor, postscale_factor, process_set = ctx.args
+        reduced = synchronize(allreduce_async(grad.contiguous(), average, None, op, prescale_factor,
+                                              postscale_factor, process_set))
+        return (reduced,) + (None,) * 6
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                             process_set=process_sets.global_process_set):
+    requests, staged = _allreduce_async_into(list(tensors), list(tensors), name,
+                                             _reduce_args(average, op, "grouped_allreduce_"), prescale_factor,
+                                             postscale_factor, process_set, "grouped_allreduce_async_")
+    return _register(requests, lambda: [s.finish() for s in staged])
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                            process_set=process_sets.global_process_set):
+    outputs = [torch.empty_like(t) for t in tensors]
+    requests, staged = _allreduce_async_into(list(tensors), outputs, name,
+                                             _reduce_args(average, op, "grouped_allreduce"), prescale_factor,
+                                             postscale_factor, process_set, "grouped_allreduce_async")
+    return _register(requests, lambda: [s.finish() for s in staged])
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                       process_set=process_sets.global_process_set):
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor,
+                                                process_set))
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
+                      postscale_factor=1.0, process_set=process_sets.global_process_set):
+    from .compression import Compression
+    compression = compression or Compression.none
+    packed = [compression.compress(t) for t in tensors]
+    reduced = synchronize(grouped_allreduce_async([c for c, _ in packed], average, name, op, prescale_factor,
+                                                  postscale_factor, process_set))
+    return [compression.decompress(r, context) for r, (_, context) in zip(reduced, packed)]
+
+
+# ---- allgather, broadcast --------------------------------------------------------------------------------
+
+_NO_ROWS = ctypes.c_int64(0)  # the send address of a rank with nothing to add
+
+
+def allgather_async(tensor, name=None, process_set=process_sets.global_process_set):
+    """Every rank's tensor concatenated along dimension 0 (whose size may
+    differ between ranks; the other dimensions must agree)."""
+    process_sets.check(process_set, "allgather")
+    dtype = _dtype(tensor, "allgather")
+    if tensor.dim() == 0:
+        raise ValueError("horovod.torch.allgather: the tensor needs at least one dimension (it is a scalar); "
+                         "reshape it to [1]")
+    host = _Staged(tensor)
+    rows, rest = tensor.shape[0], tuple(tensor.shape[1:])
+    row_elements = 1
+    for extent in rest:
+        row_elements *= extent
+    # An empty tensor still needs a real send address: a null one means "in place" to the engine.
+    send = host.host.data_ptr() if host.host.numel() else ctypes.addressof(_NO_ROWS)
+    request = engine.submit(_name("allgather", name), ALLGATHER, send, None, rows, dtype,
+                            row_elements=row_elements, keep=(host.host,))
+
+    def finish():
+        address, total = request.output()
+        result = torch.empty((total,) + rest, dtype=tensor.dtype)
+        if result.numel():
+            ctypes.memmove(result.data_ptr(), address, result.numel() * result.element_size())
+        return result.to(tensor.device)
+    return _register([request], finish)
+
+
+def allgather(tensor, name=None, process_set=process_sets.global_process_set):
+    return _AllgatherFunction.apply(tensor, name, process_set)
+
+
+class _AllgatherFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name, process_set):
+        ctx.rows = tensor.shape[0] if tensor.dim() else 1
+        return synchronize(allgather_async(tensor, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad):
+        # Every rank's slice of the summed gradients, as Horovod's allgather gradient.
+        summed = synchronize(allreduce_async(grad.contiguous(), op=Sum))
+        counts = engine.gather_ints([ctx.rows])
+        start = sum(c[0] for c in counts[:engine.rank])
+        return summed[start:start + ctx.rows], None, None
+
+
+def grouped_allgather(tensors, name=None, process_set=process_sets.global_process_set):
+    base = _name("grouped_allgather", name)
+    handles = [allgather_async(t, f"{base}.{i}", process_set) for i, t in enumerate(tensors)]
+    return [synchronize(h) for h in handles]
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=process_sets.global_process_set):
+    """root_rank's tensor copied into tensor on every rank; returns a handle."""
+    process_sets.check(process_set, "broadcast")
+    dtype = _dtype(tensor, "broadcast_")
+    _check_root(root_rank, "broadcast_")
+    host = _Staged(tensor)
+    request = engine.submit(_name("broadcast", name), BROADCAST, None, host.host.data_ptr(), host.host.numel(),
+                            dtype, root=int(root_rank), keep=(host.host,))
+    return _register([request], host.finish)
+
+
+def broadcast_async(tensor, root_rank, name=None, process_set=process_sets.global_process_set):
+    return broadcast_async_(tensor.detach().clone(), root_rank, name, process_set)
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=process_sets.global_process_set):
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
+
+
+def broadcast(tensor, root_rank, name=None, process_set=process_sets.global_process_set):
+    return _BroadcastFunction.apply(tensor, root_rank, name, process_set)
+
+
+class _BroadcastFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, root_rank, name, process_set):
+        ctx.root_rank = root_rank
+        return synchronize(broadcast_async(tensor, root_rank, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad):
+        summed = synchronize(allreduce_async(grad.contiguous(), op=Sum))
+        if engine.rank != ctx.root_rank:
+            summed = summed * 0
+        return summed, None, None, None
+
+
+def _check_root(root_rank, who):
+    engine.require(who)
+    if not isinstance(root_rank, int) or isinstance(root_rank, bool) or not 0 <= root_rank < engine.size:
+        raise ValueError(f"horovod.torch.{who}: root_rank={root_rank!r} is not a rank of this job "
+                         f"(0..{engine.size - 1})")
+
+
+# ---- all-to-all, reduce-scatter (blocking on the communicator) ---------------------------------------------
+
+def _row_elements(tensor):
+    count = 1
+    for extent in tensor.shape[1:]:
+        count *= extent
+    return count
+
+
+def alltoall_async(tensor, splits=None, name=None, process_set=process_sets.global_process_set):
+    process_sets.check(process_set, "alltoall")
+    dtype = _dtype(tensor, "alltoall")
+    engine.require("alltoall")
+    size = engine.size
+    if tensor.dim() == 0:
+        raise ValueError("horovod.torch.alltoall: the tensor needs at least one dimension")
+    rows = tensor.shape[0]
+    given = splits is not None
+    if splits is None:
+        if rows % size:
+            raise ValueError(f"horovod.torch.alltoall: without splits, dimension 0 ({rows}) must be a multiple of "
+                             f"the number of ranks ({size})")
+        splits = [rows // size] * size
+    else:
+        splits = [int(s) for s in (splits.tolist() if isinstance(splits, torch.Tensor) else splits)]
+        if len(splits) != size or any(s < 0 for s in splits) or sum(splits) != rows:
+            raise ValueError(f"horovod.torch.alltoall: splits {splits} must hold {size} non-negative counts "
+                             f"that sum to dimension 0 ({rows})")
+    received = torch.zeros(size, dtype=torch.int64)
+    sent = torch.tensor(splits, dtype=torch.int64)
+    engine.alltoallv(sent.data_ptr(), [1] * size, received.data_ptr(), [1] * size, "int64")
+    per_row = _row_elements(tensor)
+    host = _Staged(tensor)
+    output = torch.empty((int(received.sum()),) + tuple(tensor.shape[1:]), dtype=tensor.dtype)
+    engine.alltoallv(host.host.data_ptr(), [s * per_row for s in splits], output.data_ptr(),
+                     [int(r) * per_row for r in received], dtype)
+    output = output.to(tensor.device)
+    return _register([], (lambda: (output, received)) if given else (lambda: output))
+
+
+def alltoall(tensor, splits=None, name=None, process_set=process_sets.global_process_set):
+    """Rank r sends splits[j] rows of tensor to rank j (an even split by
+    default). Returns the received rows in rank order and, when splits was
+    given, how many came from each rank."""
+    return synchronize(alltoall_async(tensor, splits, name, process_set))
+
+
+def reducescatter_async(tensor, name=None, op=Average, process_set=process_sets.global_process_set,
+                        prescale_factor=1.0, postscale_factor=1.0):
+    process_sets.check(process_set, "reducescatter")
+    reduce_op = _ops.resolve(op, None, "reducescatter")
+    if tensor.dim() == 0:
+        raise ValueError("horovod.torch.reducescatter: the tensor needs at least one dimension")
+    full = synchronize(allreduce_async(tensor, name=None if name is None else f"reducescatter.{name}",
+                                       op={"average": Average, "sum": Sum, "min": Min, "max": Max,
+                                           "product": Product}[reduce_op],
+                                       prescale_factor=prescale_factor, postscale_factor=postscale_factor))
+    shares = _ops.split_rows(tensor.shape[0], engine.size)
+    start = sum(shares[:engine.rank])
+    mine = full[start:start + shares[engine.rank]].clone()
+    return _register([], lambda: mine)
+
+
+def reducescatter(tensor, name=None, compression=None, op=Average, process_set=process_sets.global_process_set,
+                  prescale_factor=1.0, postscale_factor=1.0):
+    """This rank's rows of the reduction across ranks: dimension 0 split as
+    evenly as possible, the first ranks one row more."""
+    from .compression import Compression
+    compression = compression or Compression.none
+    compressed, context = compression.compress(tensor)
+    result = synchronize(reducescatter_async(compressed, name, op, process_set, prescale_factor, postscale_factor))
+    return compression.decompress(result, context)
+
+
+def grouped_reducescatter(tensors, name=None, compression=None, op=Average,
+                          process_set=process_sets.global_process_set, prescale_factor=1.0, postscale_factor=1.0):
+    return [reducescatter(t, None if name is None else f"{name}.{i}", compression, op, process_set,
+                          prescale_factor, postscale_factor) for i, t in enumerate(tensors)]
+
+
+# ---- join, barrier, objects ---------------------------------------------------------------------------------
+
+def barrier(process_set=process_sets.global_process_set):
+    process_sets.check(process_set, "barrier")
+    engine.barrier()
+
+
+def join(device=-1):
+    """Every rank calls it once it has no more collectives to issue; returns
+    the last rank to join. matex serves join only as that final meeting:
+    ranks still issuing collectives while another has joined are not
+    completed with zeros as in Horovod (docs/horovod.md)."""
+    import time
+    engine.require("join")
+    stamps = engine.gather_ints([time.time_ns()])
+    arrivals = [stamp[0] for stamp in stamps]  # wall clocks: hosts agree as far as NTP does; ties go to the rank
+    return max(range(len(arrivals)), key=lambda r: (arrivals[r], r))
+
+
+def _broadcast_bytes(payload, root_rank):
+    length = torch.tensor([len(payload)], dtype=torch.int64)
+    broadcast_(length, root_rank, name=None)
+    data = torch.zeros(int(length.item()), dtype=torch.uint8)
+    if engine.rank == root_rank:
+        data = torch.frombuffer(bytearray(payload), dtype=torch.uint8) if payload else data
+    broadcast_(data, root_rank)
+    return data.numpy().tobytes()
+
+
+def _allgather_bytes(payload):
+    data = torch.frombuffer(bytearray(payload), dtype=torch.uint8) if payload else torch.zeros(0, dtype=torch.uint8)
+    lengths = synchronize(allgather_async(torch.tensor([len(payload)], dtype=torch.int64)))
+    everything = synchronize(allgather_async(data)).numpy().tobytes()
+    parts, start = [], 0
+    for length in lengths.tolist():
+        parts.append(everything[start:start + length])
+        start += length
+    return parts
+
+
+def broadcast_object(obj, root_rank=0, name=None, process_set=process_sets.global_process_set):
+    """root_rank's object (anything picklable), on every rank."""
+    process_sets.check(process_set, "broadcast_object")
+    _check_root(root_rank, "broadcast_object")
+    return objects.broadcast_object(obj, root_rank, engine.rank, _broadcast_bytes)
+
+
+def allgather_object(obj, name=None, process_set=process_sets.global_process_set):
+    """Every rank's object, in rank order."""
+    process_sets.check(process_set, "allgather_object")
+    engine.require("allgather_object")
+    return objects.allgather_object(obj, _allgather_bytes)

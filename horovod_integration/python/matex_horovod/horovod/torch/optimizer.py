@@ -1,0 +1,175 @@
+"""hvd.DistributedOptimizer for torch: averages gradients across ranks
+between loss.backward() and optimizer.step().
+
+A hook on each parameter (register_post_accumulate_grad_hook) submits its
+gradient to matex's engine as soon as autograd has accumulated it, named
+after the parameter, so communication overlaps the rest of the backward pass
+and the engine fuses small gradients. step() waits for them all, then runs
+the wrapped optimizer's own step. With backward_passes_per_step=N the
+gradient is submitted on the N-th backward pass only (the N passes accumulate
+locally in .grad, as in Horovod: the result is the rank-average of the sums).
+"""
+import warnings
+import weakref
+from contextlib import contextmanager
+
+import torch
+
+from ..common import process_sets
+from ..common import reduce_ops as _ops
+from ..common.engine import engine
+from ..common.refusals import refuse
+from . import mpi_ops
+from .compression import Compression
+
+# id(parameter) -> (parameter, the DistributedOptimizer whose hook submits its gradient), both weak
+# (a tensor's == is elementwise, so tensors cannot be dictionary keys)
+_owners = {}
+
+
+class _DistributedMixin:
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
+                 gradient_predivide_factor, sparse_as_dense):
+        super().__init__(params)
+        self._compression = compression
+        self._op = op
+        self._predivide = float(gradient_predivide_factor)
+        self._sparse_as_dense = sparse_as_dense
+        self.backward_passes_per_step = int(backward_passes_per_step)
+        if self.backward_passes_per_step < 1:
+            raise ValueError(f"horovod.torch.DistributedOptimizer: backward_passes_per_step must be >= 1, not "
+                             f"{backward_passes_per_step}")
+        self._names = self._parameter_names(named_parameters)
+        self._delay = {p: self.backward_passes_per_step for p in self._names}
+        self._handles = {}
+        self._synchronized = False
+        self._should_synchronize = True
+        self._hooks = {}
+        if engine.size > 1:
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.requires_grad:
+                        self._take_over(p)
+
+    def _take_over(self, p):
+        """Hooks p; a DistributedOptimizer made earlier over p stops hooking
+        it (its step() still averages p, submitting it then), so that two
+        never submit the same gradient."""
+        parameter, owner = _owners.get(id(p), (lambda: None, lambda: None))
+        previous = owner() if parameter() is p else None
+        if previous is not None and previous is not self:
+            handle = previous._hooks.pop(p, None)
+            if handle is not None:
+                handle.remove()
+        self._hooks[p] = p.register_post_accumulate_grad_hook(self._on_gradient)
+        _owners[id(p)] = (weakref.ref(p), weakref.ref(self))
+
+    def _parameter_names(self, named_parameters):
+        everything = [p for group in self.param_groups for p in group["params"]]
+        if named_parameters is None:
+            return {p: f"noname.{i}" for i, p in enumerate(everything)}
+        named = list(named_parameters)
+        if any(not isinstance(item, tuple) or len(item) != 2 for item in named):
+            raise ValueError("horovod.torch.DistributedOptimizer: named_parameters must be (name, parameter) "
+                             "pairs, as model.named_parameters() gives")
+        seen, duplicates = set(), set()
+        for name, _ in named:
+            (duplicates if name in seen else seen).add(name)
+        if duplicates:
+            raise ValueError("horovod.torch.DistributedOptimizer: parameter names must be unique; repeated: "
+                             + ", ".join(sorted(duplicates)))
+        by_id = {id(p): name for name, p in named}
+        missing = [i for i, p in enumerate(everything) if id(p) not in by_id]
+        if missing:
+            raise ValueError("horovod.torch.DistributedOptimizer: named_parameters leaves out parameters of the "
+                             f"optimizer (their places in its parameter list: {missing[:10]})")
+        return {p: by_id[id(p)] for p in everything}
+
+    def _on_gradient(self, p):
+        if self._handles.get(p) is not None and self._delay[p] <= 0:
+            raise AssertionError("horovod.torch.DistributedOptimizer: gradients were computed more than "
+                                 "backward_passes_per_step times before step(); raise backward_passes_per_step to "
+                                 "accumulate more passes locally")
+        self._delay[p] -= 1
+        handle = None
+        if self._delay[p] == 0:
+            handle = self._submit(p)
+        self._handles[p] = handle
+
+    def _submit(self, p):
+        if p.grad is None:
+            # Another rank may have a gradient for it (a branch this rank skipped): take part with zeros.
+            p.grad = torch.zeros_like(p)
+        if p.grad.is_sparse:
+            if not self._sparse_as_dense:
+                refuse(f"DistributedOptimizer on the sparse gradient of {self._names[p]!r}",
+                       "pass sparse_as_dense=True")
+            p.grad = p.grad.to_dense()
+        prescale, postscale = ((1.0 / self._predivide, self._predivide) if self._op == _ops.Average
+                               else (1.0, 1.0))
+        compressed, context = self._compression.compress(p.grad)
+        handle = mpi_ops.allreduce_async_(compressed, name=f"grad.{self._names[p]}", op=self._op,
+                                          prescale_factor=prescale, postscale_factor=postscale)
+        return handle, compressed, context
+
+    def synchronize(self):
+        """Waits for every gradient's allreduce (submitting those whose hook
+        has not fired, with zeros where a parameter got no gradient)."""
+        if engine.size > 1:
+            for p in self._names:
+                if p.requires_grad and self._handles.get(p) is None:
+                    self._handles[p] = self._submit(p)
+            for p, (handle, compressed, context) in self._handles.items():
+                output = mpi_ops.synchronize(handle)
+                self._delay[p] = self.backward_passes_per_step
+                if compressed is not p.grad:
+                    with torch.no_grad():
+                        p.grad.copy_(self._compression.decompress(output, context))
+        self._handles.clear()
+        self._synchronized = True
+
+    @contextmanager
+    def skip_synchronize(self):
+        """For step() right after an explicit synchronize() (gradient clipping between them)."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure=None):
+        if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn("optimizer.step() called after optimizer.synchronize() without "
+                              "optimizer.skip_synchronize(): the gradients are averaged twice over the wire "
+                              "(same result, twice the traffic)")
+            self.synchronize()
+        self._synchronized = False
+        return super().step(closure)
+
+    def zero_grad(self, *args, **kwargs):
+        if self._handles:
+            raise AssertionError("horovod.torch.DistributedOptimizer: zero_grad() between loss.backward() and "
+                                 "step() (or synchronize()) would race with the gradients' allreduce")
+        return super().zero_grad(*args, **kwargs)
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none, backward_passes_per_step=1,
+                         op=_ops.Average, gradient_predivide_factor=1.0, num_groups=0, groups=None,
+                         sparse_as_dense=False, process_set=process_sets.global_process_set):
+    """An optimizer of optimizer's own class whose step() first averages the
+    gradients across ranks. num_groups and groups are accepted: matex's
+    engine fuses gradients by size on its own."""
+    engine.require("DistributedOptimizer")
+    process_sets.check(process_set, "DistributedOptimizer")
+    _ops.resolve(op, None, "DistributedOptimizer")
+    if op != _ops.Average and gradient_predivide_factor != 1.0:
+        raise ValueError("horovod.torch.DistributedOptimizer: gradient_predivide_factor needs op=Average")
+    if gradient_predivide_factor <= 0:
+        raise ValueError("horovod.torch.DistributedOptimizer: gradient_predivide_factor must be > 0")
+    if isinstance(optimizer, _DistributedMixin):
+        raise ValueError("horovod.torch.DistributedOptimizer: the optimizer is distributed already")
+    cls = type(optimizer.__class__.__name__, (_DistributedMixin, optimizer.__class__),
+               {"__module__": __name__})
+    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
+               gradient_predivide_factor, sparse_as_dense)

@@ -1,0 +1,49 @@
+"""hvd.SyncBatchNorm: batch normalization whose statistics cover every
+rank's batch, so N ranks of batch B normalize as one process of batch N*B.
+
+Training: each rank sums x and x*x over its batch and counts its elements;
+one allreduce (sum) makes the global mean and (biased) variance. The
+allreduce is differentiable (its gradient is the sum of the ranks'
+gradients), so autograd gives each rank the gradient of the global
+normalization. Running statistics use the unbiased global variance.
+Evaluation uses the running statistics, as BatchNorm does.
+"""
+import torch
+from torch.nn.modules.batchnorm import _BatchNorm
+
+from . import mpi_ops
+
+
+class SyncBatchNorm(_BatchNorm):
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats)
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"horovod.torch.SyncBatchNorm: expected at least 2D input, got {input.dim()}D")
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        if not self.training and self.track_running_stats:
+            return torch.nn.functional.batch_norm(input, self.running_mean, self.running_var, self.weight,
+                                                  self.bias, False, 0.0, self.eps)
+        dims = [0] + list(range(2, input.dim()))
+        count = torch.tensor([float(input.numel() // input.shape[1])], dtype=input.dtype, device=input.device)
+        stats = torch.cat([input.sum(dims), (input * input).sum(dims), count])
+        total = mpi_ops.allreduce(stats, op=mpi_ops.Sum)
+        channels = input.shape[1]
+        n = total[-1]
+        mean = total[:channels] / n
+        var = total[channels:2 * channels] / n - mean * mean
+        if self.training and self.track_running_stats:
+            with torch.no_grad():
+                self.num_batches_tracked += 1
+                momentum = (1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum)
+                unbiased = var * (n / (n - 1)) if float(n) > 1 else var
+                self.running_mean.mul_(1 - momentum).add_(momentum * mean)
+                self.running_var.mul_(1 - momentum).add_(momentum * unbiased)
+        shape = [1, channels] + [1] * (input.dim() - 2)
+        out = (input - mean.reshape(shape)) * torch.rsqrt(var.reshape(shape) + self.eps)
+        if self.affine:
+            out = out * self.weight.reshape(shape) + self.bias.reshape(shape)
+        return out

@@ -1,0 +1,91 @@
+"""Shared by the Horovod API tests: exact inputs every rank can compute for
+every other rank, and checks that say what differed."""
+import numpy as np
+
+COUNTS = (0, 1, 7, 1000)  # none, one, a prime, and more than a cache line of floats
+
+
+def rank_input(rank, count, salt=0):
+    """Rank `rank`'s values: small integers, exact in every float dtype."""
+    i = np.arange(count, dtype=np.int64)
+    return ((i * 7 + rank * 3 + salt) % 11 + 1).astype(np.float64)
+
+
+def rows_input(rank, rows, width, salt=0):
+    """rows x width small integers identifying the rank, row and column."""
+    return (np.arange(rows * width, dtype=np.int64).reshape(rows, width) % 13 + 100 * rank + salt).astype(np.float64)
+
+
+def reducescatter_rows(rows, size):
+    """Horovod's split of dimension 0: as even as possible, lower ranks one more."""
+    base, extra = divmod(rows, size)
+    return [base + (1 if r < extra else 0) for r in range(size)]
+
+
+def _numpy(value):
+    if hasattr(value, "detach"):  # a torch tensor (bfloat16 has no NumPy dtype)
+        import torch
+        value = value.detach().to("cpu", torch.float64).numpy()
+    return value
+
+
+def check_equal(actual, expected, what, rtol=0.0):
+    actual, expected = _numpy(actual), _numpy(expected)
+    actual, expected = np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    if actual.shape != expected.shape:
+        raise AssertionError(f"{what}: shape {actual.shape}, expected {expected.shape}")
+    if rtol == 0.0:
+        ok = np.array_equal(actual, expected)
+    else:
+        ok = np.allclose(actual, expected, rtol=rtol, atol=rtol * max(1.0, float(np.abs(expected).max(initial=0))))
+    if not ok:
+        index = np.argmax(np.abs(actual - expected)) if actual.size else 0
+        raise AssertionError(f"{what}: differs at flat index {index}: {actual.ravel()[index]} != "
+                             f"{expected.ravel()[index]}")
+
+
+def expect_error(call, *fragments, kinds=(Exception,)):
+    """call() must raise one of `kinds`, with every fragment in its message."""
+    try:
+        call()
+    except kinds as error:
+        text = str(error)
+        missing = [f for f in fragments if f not in text]
+        if missing:
+            raise AssertionError(f"error {type(error).__name__}: {text!r} does not mention {missing}") from error
+        return error
+    raise AssertionError(f"expected an error mentioning {fragments}, got none")
+
+
+def synthetic_mnist(samples, seed=0):
+    """MNIST-shaped data that a small model can learn: 28x28 images in [0, 1)
+    and labels 0..9 that a fixed linear map of the image decides. Every rank
+    makes the same arrays, as every rank of a Horovod job reads the same files."""
+    state = np.random.RandomState(seed)
+    images = state.rand(samples, 28, 28, 1).astype(np.float32)
+    projection = state.randn(28 * 28, 10).astype(np.float32)
+    labels = np.argmax(images.reshape(samples, -1) @ projection, axis=1).astype(np.int64)
+    return images, labels
+
+
+def check_training_step(actual, expected, what, rtol=1e-5):
+    """One training step's results equal the reference's, computed from the
+    same starting state, to rounding (rtol of their scale). Returns the
+    largest difference."""
+    scale = max(float(np.abs(np.asarray(_numpy(w), dtype=np.float64)).max(initial=0)) for w in expected)
+    tolerance = rtol * max(scale, 1.0)
+    worst = max(float(np.abs(np.asarray(_numpy(a), np.float64) - np.asarray(_numpy(e), np.float64)).max(initial=0))
+                for a, e in zip(actual, expected))
+    if worst > tolerance or len(actual) != len(expected):
+        raise AssertionError(f"{what}: differs from the reference by {worst:.3g} (tolerance {tolerance:.3g})")
+    return worst
+
+
+def check_moved(trained, initial, worst, what):
+    """Training moved the weights far more than the largest difference a
+    step check allowed, so those checks were not vacuous. Returns the move."""
+    moved = max(float(np.abs(np.asarray(_numpy(t), np.float64) - np.asarray(_numpy(i), np.float64)).max(initial=0))
+                for t, i in zip(trained, initial))
+    if moved < 1000 * max(worst, 1e-7):
+        raise AssertionError(f"{what}: training moved the weights by {moved:.3g} only, too little to judge")
+    return moved

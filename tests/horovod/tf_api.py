@@ -1,0 +1,211 @@
+"""Every call of horovod.tensorflow and horovod.tensorflow.keras (served by
+matex) on exact inputs, eagerly and inside tf.function, against references
+each rank computes itself for every rank: edge counts, ragged allgathers,
+splits, scaling, sparse gradients, the gradient tape, the Keras optimizer's
+options, and mismatches between ranks, which must be errors naming what
+differed, never hangs. Run under mpirun with MATEX_HOROVOD=1."""
+import os
+
+import numpy as np
+import tensorflow as tf
+
+import horovod.tensorflow as hvd
+import horovod.tensorflow.keras as hvdk
+from hvd_test_util import (COUNTS, check_equal, expect_error, rank_input, reducescatter_rows,
+                           rows_input)
+
+assert "matex_horovod" in hvd.__file__, f"imported {hvd.__file__}, not matex's horovod"
+import horovod.keras as hvd_keras  # noqa: E402  (the standalone-Keras name serves the same module)
+assert hvd_keras.DistributedOptimizer is hvdk.DistributedOptimizer
+expect_error(hvd.size, "hvd.init()", kinds=(ValueError,))
+hvd.init()
+hvdk.init()  # the same job: idempotent
+rank, size = hvd.rank(), hvd.size()
+assert (hvdk.rank(), hvdk.size()) == (rank, size)
+everyone = range(size)
+c = lambda a, dtype=tf.float32: tf.constant(np.asarray(a), dtype)  # noqa: E731
+
+# ---- the job's shape -----------------------------------------------------------------------------------
+shape = hvd.allgather_object((hvd.local_rank(), hvd.local_size(), hvd.cross_rank(), hvd.cross_size()))
+layout = [int(n) for n in (os.environ.get("MATEX_VIRTUAL_NODES") or str(size)).split(",")]
+expected_shape = []
+for node, count in enumerate(layout):
+    for local_rank in range(count):
+        holders = [n for n, k in enumerate(layout) if k > local_rank]
+        expected_shape.append((local_rank, count, holders.index(node), len(holders)))
+assert shape == expected_shape, (shape, expected_shape)
+assert hvd.is_homogeneous() == (len(set(layout)) == 1)
+assert hvd.mpi_built() and hvd.mpi_threads_supported() and not hvd.gloo_built()
+assert (int(hvd.size_op()), int(hvd.rank_op()), int(hvd.local_size_op()), int(hvd.local_rank_op())) == \
+    (size, rank, hvd.local_size(), hvd.local_rank())
+
+# ---- allreduce, eager and traced ------------------------------------------------------------------------
+traced_sum = tf.function(lambda x: hvd.allreduce(x, op=hvd.Sum, name="traced.sum"))
+for count in COUNTS:
+    inputs = [rank_input(r, count) for r in everyone]
+    total, mean = np.sum(inputs, 0), (np.mean(inputs, 0) if count else np.zeros(0))
+    for dtype in (tf.float32, tf.float64, tf.float16, tf.bfloat16):
+        rough = 1e-2 if dtype in (tf.float16, tf.bfloat16) else 1e-6
+        check_equal(hvd.allreduce(c(inputs[rank], dtype)), mean, f"average {dtype.name} {count}", rtol=rough)
+        check_equal(hvd.allreduce(c(inputs[rank], dtype), op=hvd.Sum), total, f"sum {dtype.name} {count}")
+    for dtype in (tf.int32, tf.int64):
+        check_equal(hvd.allreduce(c(inputs[rank], dtype), op=hvd.Sum), total, f"sum {dtype.name} {count}")
+    check_equal(hvd.allreduce(c(inputs[rank]), op=hvd.Min), np.min(inputs, 0) if count else [], f"min {count}")
+    check_equal(hvd.allreduce(c(inputs[rank]), op=hvd.Max), np.max(inputs, 0) if count else [], f"max {count}")
+    check_equal(hvd.allreduce(c(inputs[rank], tf.float64), op=hvd.Product), np.prod(inputs, 0), f"prod {count}")
+    check_equal(hvd.allreduce(c(inputs[rank]), average=False), total, f"average=False {count}")
+    check_equal(hvd.allreduce(c(inputs[rank], tf.float64), prescale_factor=0.5, postscale_factor=3.0),
+                mean * 1.5, f"scaled average {count}", rtol=1e-12)
+    check_equal(traced_sum(c(inputs[rank])), total, f"allreduce in tf.function {count}")
+    group = hvd.grouped_allreduce([c(inputs[rank]), c(inputs[rank] * 2, tf.float64), c(inputs[rank], tf.int32)],
+                                  op=hvd.Sum)
+    for got, factor in zip(group, (1, 2, 1)):
+        check_equal(got, total * factor, f"grouped_allreduce {count}")
+    check_equal(hvdk.allreduce(inputs[rank], op=hvd.Sum), total, f"keras allreduce {count}")
+out = hvd.allreduce(c(rank_input(rank, 7)), op=hvd.Sum, compression=hvd.Compression.fp16)
+assert out.dtype == tf.float32
+check_equal(out, np.sum([rank_input(r, 7) for r in everyone], 0), "fp16 compression")
+# A sparse gradient (tf.IndexedSlices) is gathered: every rank's rows, values averaged
+rows_of = [(r % 3) + 1 for r in everyone]
+slices = tf.IndexedSlices(c(rows_input(rank, rows_of[rank], 2)), c(np.arange(rows_of[rank]) + rank, tf.int64),
+                          dense_shape=c([size + 3, 2], tf.int64))
+sparse = hvd.allreduce(slices)
+dense = np.zeros((size + 3, 2))
+for r in everyone:
+    np.add.at(dense, np.arange(rows_of[r]) + r, rows_input(r, rows_of[r], 2) / size)
+check_equal(tf.convert_to_tensor(sparse), dense, "IndexedSlices average", rtol=1e-6)
+
+# ---- allgather, broadcast --------------------------------------------------------------------------------
+traced_gather = tf.function(lambda x: hvd.allgather(x, name="traced.gather"),
+                            input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+for width in (1, 3):
+    rows = [(r * 2 + 1) % 4 for r in everyone]
+    for rows_of in (rows, [0 if r == size - 1 else n for r, n in enumerate(rows)]):
+        mine = rows_input(rank, rows_of[rank], width)
+        expected = np.concatenate([rows_input(r, rows_of[r], width) for r in everyone])
+        check_equal(hvd.allgather(c(mine)), expected, f"allgather width {width} rows {rows_of}")
+        check_equal(hvdk.allgather(mine.astype(np.int64)), expected, f"keras allgather rows {rows_of}")
+        if width == 3:
+            check_equal(traced_gather(c(mine)), expected, f"allgather in tf.function rows {rows_of}")
+out = hvd.grouped_allgather([c([rank]), c(rows_input(rank, 2, 2))])
+check_equal(out[1], np.concatenate([rows_input(r, 2, 2) for r in everyone]), "grouped_allgather")
+for root in {0, size - 1}:
+    for count in COUNTS:
+        check_equal(hvd.broadcast(c(rank_input(rank, count)), root), rank_input(root, count),
+                    f"broadcast root {root} count {count}")
+    check_equal(hvdk.broadcast(rank_input(rank, 5), root), rank_input(root, 5), "keras broadcast")
+    variables = [tf.Variable(c(rank_input(rank, 4))), tf.Variable(c(rows_input(rank, 2, 2), tf.float64))]
+    hvd.broadcast_variables(variables, root_rank=root)
+    check_equal(variables[0], rank_input(root, 4), "broadcast_variables 0")
+    check_equal(variables[1], rows_input(root, 2, 2), "broadcast_variables 1")
+    hvd.broadcast_(variables, root)  # already equal: stays so
+    check_equal(variables[0], rank_input(root, 4), "broadcast_")
+
+# ---- alltoall, reducescatter -------------------------------------------------------------------------------
+even = c(np.concatenate([rows_input(rank, 2, 3, salt=10 * j) for j in everyone]))
+check_equal(hvd.alltoall(even), np.concatenate([rows_input(r, 2, 3, salt=10 * rank) for r in everyone]),
+            "alltoall even split")
+splits = [(rank + j) % 3 for j in everyone]
+mine = c(np.concatenate([rows_input(rank, splits[j], 2, salt=10 * j) for j in everyone]))
+received, received_splits = hvd.alltoall(mine, splits=splits)
+check_equal(received, np.concatenate([rows_input(r, (r + rank) % 3, 2, salt=10 * rank) for r in everyone]),
+            "alltoall with splits")
+check_equal(received_splits, [(r + rank) % 3 for r in everyone], "alltoall received splits")
+if size > 1:
+    expect_error(lambda: hvd.alltoall(c(np.zeros((size + 1, 2)))), "multiple of the number of ranks")
+expect_error(lambda: hvd.alltoall(mine, splits=[1] * (size + 1)), "splits")
+for rows in (size * 3, size * 3 + 1, 1, 0, 7):
+    inputs = [rows_input(r, rows, 2) for r in everyone]
+    shares = reducescatter_rows(rows, size)
+    start = sum(shares[:rank])
+    check_equal(hvd.reducescatter(c(inputs[rank]), op=hvd.Sum), np.sum(inputs, 0)[start:start + shares[rank]],
+                f"reducescatter sum rows {rows}")
+    check_equal(hvdk.reducescatter(inputs[rank], op=hvd.Average),
+                (np.mean(inputs, 0) if rows else np.zeros((0, 2)))[start:start + shares[rank]],
+                f"keras reducescatter rows {rows}", rtol=1e-6)
+out = hvd.grouped_reducescatter([c(rows_input(rank, size, 1)), c(rows_input(rank, size * 2, 1))], op=hvd.Sum)
+check_equal(out[1], np.sum([rows_input(r, size * 2, 1) for r in everyone], 0)[2 * rank:2 * rank + 2],
+            "grouped_reducescatter")
+
+# ---- objects, barrier, join --------------------------------------------------------------------------------
+for root in {0, size - 1}:
+    obj = hvd.broadcast_object({"rank": rank, "values": list(range(rank + 3))}, root_rank=root)
+    assert obj == {"rank": root, "values": list(range(root + 3))}, obj
+assert hvd.allgather_object(("rank", rank, "x" * rank)) == [("rank", r, "x" * r) for r in everyone]
+hvd.barrier()
+last = int(hvd.join())
+assert hvd.allgather_object(last) == [last] * size and 0 <= last < size, last
+
+# ---- DistributedGradientTape: gradients averaged across ranks, eager and traced ------------------------------
+data = [(rows_input(r, 4, 3) / 100.0, rows_input(r, 4, 2) / 50.0) for r in everyone]
+w0 = rows_input(0, 3, 2) / 10.0
+
+
+def local_gradient(w, r):
+    """d/dw of mean((x w - y)^2), in float64: the reference for rank r."""
+    x, y = data[r]
+    return 2.0 * x.T @ (x @ w - y) / y.size
+
+
+expected = np.mean([local_gradient(w0, r) for r in everyone], 0)
+w = tf.Variable(c(w0, tf.float64))
+
+
+def tape_step(op=hvd.Average, predivide=1.0):
+    with tf.GradientTape() as tape:
+        x, y = (c(a, tf.float64) for a in data[rank])
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+    tape = hvd.DistributedGradientTape(tape, op=op, gradient_predivide_factor=predivide)
+    return tape.gradient(loss, [w])[0]
+
+
+check_equal(tape_step(), expected, "DistributedGradientTape", rtol=1e-12)
+check_equal(tape_step(predivide=2.0), expected, "DistributedGradientTape predivide", rtol=1e-12)
+check_equal(tape_step(op=hvd.Sum), expected * size, "DistributedGradientTape Sum", rtol=1e-12)
+check_equal(tf.function(tape_step)(), expected, "DistributedGradientTape in tf.function", rtol=1e-12)
+expect_error(lambda: hvd.DistributedGradientTape(tf.GradientTape(), op=hvd.Adasum), "Adasum")
+
+# ---- the Keras DistributedOptimizer: apply() averages first; backward_passes_per_step -----------------------------
+for options, factor in (({}, 1.0), ({"op": hvd.Sum}, size), ({"gradient_predivide_factor": 2.0}, 1.0)):
+    v = tf.Variable(c(w0, tf.float64))
+    opt = hvdk.DistributedOptimizer(tf.keras.optimizers.SGD(learning_rate=1.0), **options)
+    assert isinstance(opt, tf.keras.optimizers.SGD)
+    opt.apply([c(local_gradient(w0, rank), tf.float64)], [v])
+    check_equal(v, w0 - factor * expected, f"Keras DistributedOptimizer {options}", rtol=1e-12)
+for average_aggregated, factor in ((False, 2.0), (True, 1.0)):
+    v = tf.Variable(c(w0, tf.float64))
+    opt = hvdk.DistributedOptimizer(tf.keras.optimizers.SGD(learning_rate=1.0), backward_passes_per_step=2,
+                                    average_aggregated_gradients=average_aggregated)
+    opt.apply([c(local_gradient(w0, rank), tf.float64)], [v])
+    check_equal(v, w0, "backward_passes_per_step: nothing applied after one pass")
+    opt.apply([c(local_gradient(w0, rank) * 3, tf.float64)], [v])
+    check_equal(v, w0 - factor * 2 * expected, f"backward_passes_per_step=2 average={average_aggregated}",
+                rtol=1e-12)
+expect_error(lambda: hvdk.DistributedOptimizer(tf.keras.optimizers.SGD(), backward_passes_per_step=0), ">= 1",
+             kinds=(ValueError,))
+expect_error(lambda: hvdk.DistributedOptimizer(tf.keras.optimizers.SGD(), op=hvd.Min), "Average or Sum",
+             kinds=(ValueError,))
+
+# ---- refusals and bad arguments -------------------------------------------------------------------------------
+expect_error(lambda: hvd.allreduce(c([1.0]), op=hvd.Adasum), "Adasum", "not supported")
+expect_error(lambda: hvd.allreduce(c([1.0]), op=hvd.Sum, average=True), "not both", kinds=(ValueError,))
+expect_error(lambda: hvd.broadcast(c([1.0]), root_rank=size), f"root_rank={size}", kinds=(ValueError,))
+expect_error(lambda: hvd.allgather(c(1.0)), "scalar", kinds=(ValueError,))
+expect_error(lambda: hvd.allreduce(c([1.0]), process_set=hvd.ProcessSet([0])), "process set")
+expect_error(lambda: tf.function(hvd.barrier)(), "barrier", "eagerly")
+expect_error(lambda: hvd.broadcast_global_variables(0), "eager", kinds=(RuntimeError,))
+expect_error(lambda: hvd.broadcast_object_fn(), "broadcast_object_fn")
+expect_error(lambda: hvd.start_timeline("x.json"), "HOROVOD_TIMELINE")
+
+# ---- mismatches between ranks: errors naming them, on every rank, not hangs -------------------------------------
+if size > 1:
+    expect_error(lambda: hvd.allreduce(c(rank_input(rank, 3 + rank)), name="tf.mismatch.count"),
+                 "tf.mismatch.count", "count=3", "count=4")
+    expect_error(lambda: hvd.allreduce(c([1.0], tf.float32 if rank else tf.float64), name="tf.mismatch.dtype"),
+                 "tf.mismatch.dtype", "float32", "float64")
+    expect_error(lambda: hvd.broadcast(c([1.0]), root_rank=rank, name="tf.mismatch.root"), "tf.mismatch.root",
+                 "root=")
+    if rank == 0:
+        expect_error(lambda: hvd.allreduce(c([1.0]), name="tf.mismatch.alone"), "tf.mismatch.alone",
+                     "did not submit")
+print(f"rank {rank}: horovod.tensorflow API checks passed on {size} ranks", flush=True)

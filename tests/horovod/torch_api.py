@@ -1,0 +1,269 @@
+"""Every call of horovod.torch (served by matex) on exact inputs, against
+references each rank computes itself for every rank: edge counts (0, 1, a
+prime, counts that do not divide by the rank count), ragged allgathers,
+splits, scaling, the optimizer and its options, SyncBatchNorm, and
+mismatches between ranks, which must be errors naming what differed, never
+hangs. Run under mpirun with MATEX_HOROVOD=1 (tests/horovod/CMakeLists.txt)."""
+import os
+
+import numpy as np
+import torch
+
+import horovod.torch as hvd
+from hvd_test_util import (COUNTS, check_equal, expect_error, rank_input, reducescatter_rows,
+                           rows_input)
+
+assert "matex_horovod" in hvd.__file__, f"imported {hvd.__file__}, not matex's horovod"
+expect_error(hvd.rank, "hvd.init()", kinds=(ValueError,))
+hvd.init()
+hvd.init()  # idempotent
+rank, size = hvd.rank(), hvd.size()
+everyone = range(size)
+t = lambda a, dtype=torch.float32: torch.tensor(np.asarray(a), dtype=dtype)  # noqa: E731
+
+# ---- the job's shape -----------------------------------------------------------------------------------
+shape = hvd.allgather_object((hvd.local_rank(), hvd.local_size(), hvd.cross_rank(), hvd.cross_size()))
+assert hvd.is_initialized() and hvd.mpi_built() and hvd.mpi_enabled() and hvd.mpi_threads_supported()
+assert not hvd.gloo_built() and not hvd.gloo_enabled() and not hvd.rocm_built()
+assert isinstance(hvd.nccl_built(), int) and isinstance(hvd.cuda_built(), bool)
+# The reference layout: MATEX_VIRTUAL_NODES lists the nodes' rank counts in rank order; else one node.
+layout = [int(n) for n in (os.environ.get("MATEX_VIRTUAL_NODES") or str(size)).split(",")]
+expected_shape = []
+for node, count in enumerate(layout):
+    for local_rank in range(count):
+        holders = [n for n, c in enumerate(layout) if c > local_rank]  # nodes with a rank of this local rank
+        expected_shape.append((local_rank, count, holders.index(node), len(holders)))
+assert shape == expected_shape, (shape, expected_shape)
+assert hvd.is_homogeneous() == (len(set(layout)) == 1)
+
+# ---- allreduce ----------------------------------------------------------------------------------------
+for count in COUNTS:
+    inputs = [rank_input(r, count) for r in everyone]
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        check_equal(hvd.allreduce(t(inputs[rank], dtype)), np.mean(inputs, 0) if count else np.zeros(0),
+                    f"allreduce average {dtype} count {count}", rtol=1e-2 if dtype in (torch.float16,
+                                                                                     torch.bfloat16) else 1e-6)
+        check_equal(hvd.allreduce(t(inputs[rank], dtype), op=hvd.Sum), np.sum(inputs, 0),
+                    f"allreduce sum {dtype} count {count}")
+    for dtype in (torch.int32, torch.int64, torch.uint8, torch.int8):
+        check_equal(hvd.allreduce(t(inputs[rank], dtype), op=hvd.Sum), np.sum(inputs, 0), f"sum {dtype} {count}")
+    check_equal(hvd.allreduce(t(inputs[rank]), op=hvd.Min), np.min(inputs, 0) if count else [], f"min {count}")
+    check_equal(hvd.allreduce(t(inputs[rank]), op=hvd.Max), np.max(inputs, 0) if count else [], f"max {count}")
+    check_equal(hvd.allreduce(t(inputs[rank], torch.float64), op=hvd.Product), np.prod(inputs, 0),
+                f"product {count}")
+    check_equal(hvd.allreduce(t(inputs[rank]), average=False), np.sum(inputs, 0), f"average=False {count}")
+    check_equal(hvd.allreduce(t(inputs[rank], torch.float64), prescale_factor=0.5, postscale_factor=3.0),
+                np.mean(inputs, 0) * 1.5 if count else [], f"scaled average {count}", rtol=1e-12)
+    # In place, async, grouped (with a tensor of another dtype in the group)
+    x = t(inputs[rank])
+    assert hvd.allreduce_(x, op=hvd.Sum) is x
+    check_equal(x, np.sum(inputs, 0), f"allreduce_ {count}")
+    y = t(inputs[rank])
+    handle = hvd.allreduce_async_(y, op=hvd.Sum, name=f"async.{count}")
+    while not hvd.poll(handle):
+        pass
+    check_equal(hvd.synchronize(handle), np.sum(inputs, 0), f"allreduce_async_ {count}")
+    check_equal(y, np.sum(inputs, 0), f"allreduce_async_ in place {count}")
+    group = [t(inputs[rank]), t(inputs[rank] * 2, torch.float64), t(inputs[rank], torch.int64)]
+    out = hvd.grouped_allreduce(group, op=hvd.Sum)
+    for got, factor in zip(out, (1, 2, 1)):
+        check_equal(got, np.sum(inputs, 0) * factor, f"grouped_allreduce {count}")
+    check_equal(group[0], inputs[rank], f"grouped_allreduce left its input alone {count}")
+    hvd.grouped_allreduce_(group, op=hvd.Sum)
+    check_equal(group[1], np.sum(inputs, 0) * 2, f"grouped_allreduce_ {count}")
+# fp16 compression: the wire carries float16, the result comes back in float32
+out = hvd.allreduce(t(rank_input(rank, 7)), compression=hvd.Compression.fp16, op=hvd.Sum)
+assert out.dtype == torch.float32
+check_equal(out, np.sum([rank_input(r, 7) for r in everyone], 0), "fp16 compression")
+# Non-contiguous input, and the gradient of allreduce (the same reduction of the incoming gradients)
+wide = t(rows_input(rank, 4, 6))[:, ::2]
+check_equal(hvd.allreduce(wide, op=hvd.Sum), np.sum([rows_input(r, 4, 6)[:, ::2] for r in everyone], 0),
+            "non-contiguous")
+leaf = t(rank_input(rank, 5)).requires_grad_()
+(hvd.allreduce(leaf, op=hvd.Sum) * t(rank_input(rank, 5, salt=1))).sum().backward()
+check_equal(leaf.grad, np.sum([rank_input(r, 5, salt=1) for r in everyone], 0), "allreduce gradient")
+
+# ---- allgather (ragged), broadcast ----------------------------------------------------------------------
+for width in (1, 3):
+    rows = [(r * 2 + 1) % 4 for r in everyone]  # 1, 3, 1, 3: ragged, and one rank may send 0 below
+    for rows_of in (rows, [0 if r == size - 1 else n for r, n in enumerate(rows)]):
+        mine = t(rows_input(rank, rows_of[rank], width))
+        expected = np.concatenate([rows_input(r, rows_of[r], width) for r in everyone])
+        check_equal(hvd.allgather(mine), expected, f"allgather width {width} rows {rows_of}")
+        check_equal(hvd.synchronize(hvd.allgather_async(mine.to(torch.int64))), expected, "allgather_async")
+grouped = hvd.grouped_allgather([t([rank]), t(rows_input(rank, 2, 2))])
+check_equal(grouped[0], list(everyone), "grouped_allgather 0")
+check_equal(grouped[1], np.concatenate([rows_input(r, 2, 2) for r in everyone]), "grouped_allgather 1")
+for root in {0, size - 1}:
+    for count in COUNTS:
+        check_equal(hvd.broadcast(t(rank_input(rank, count)), root), rank_input(root, count),
+                    f"broadcast root {root} count {count}")
+    z = t(rank_input(rank, 7), torch.int64)
+    assert hvd.broadcast_(z, root) is z
+    check_equal(z, rank_input(root, 7), f"broadcast_ root {root}")
+    check_equal(hvd.synchronize(hvd.broadcast_async(t(rank_input(rank, 3)), root)), rank_input(root, 3),
+                "broadcast_async")
+
+# ---- alltoall, reducescatter ------------------------------------------------------------------------------
+even = t(np.concatenate([rows_input(rank, 2, 3, salt=10 * j) for j in everyone]))
+check_equal(hvd.alltoall(even), np.concatenate([rows_input(r, 2, 3, salt=10 * rank) for r in everyone]),
+            "alltoall even split")
+splits = [(rank + j) % 3 for j in everyone]  # rank r sends (r + j) % 3 rows to rank j (some 0)
+mine = t(np.concatenate([rows_input(rank, splits[j], 2, salt=10 * j) for j in everyone]))
+received, received_splits = hvd.alltoall(mine, splits=splits)
+check_equal(received, np.concatenate([rows_input(r, (r + rank) % 3, 2, salt=10 * rank) for r in everyone]),
+            "alltoall with splits")
+check_equal(received_splits, [(r + rank) % 3 for r in everyone], "alltoall received splits")
+expect_error(lambda: hvd.alltoall(t(np.zeros((size + 1, 2)))), "multiple of the number of ranks")
+expect_error(lambda: hvd.alltoall(mine, splits=[1] * (size + 1)), "splits")
+for rows in (size * 3, size * 3 + 1, 1, 0, 7):  # a multiple, not a multiple, fewer rows than ranks, none, prime
+    inputs = [rows_input(r, rows, 2) for r in everyone]
+    shares = reducescatter_rows(rows, size)
+    start = sum(shares[:rank])
+    check_equal(hvd.reducescatter(t(inputs[rank]), op=hvd.Sum), np.sum(inputs, 0)[start:start + shares[rank]],
+                f"reducescatter sum rows {rows}")
+    check_equal(hvd.reducescatter(t(inputs[rank], torch.float64)), np.mean(inputs, 0)[start:start + shares[rank]]
+                if rows else np.zeros((0, 2)), f"reducescatter average rows {rows}", rtol=1e-12)
+out = hvd.grouped_reducescatter([t(rows_input(rank, size, 1)), t(rows_input(rank, size * 2, 1))], op=hvd.Sum)
+check_equal(out[1], np.sum([rows_input(r, size * 2, 1) for r in everyone], 0)[2 * rank:2 * rank + 2],
+            "grouped_reducescatter")
+
+# ---- objects, barrier, join -------------------------------------------------------------------------------
+for root in {0, size - 1}:
+    obj = hvd.broadcast_object({"rank": rank, "values": list(range(rank + 3)), "empty": b""}, root_rank=root)
+    assert obj == {"rank": root, "values": list(range(root + 3)), "empty": b""}, obj
+assert hvd.broadcast_object(None) is None
+assert hvd.allgather_object(("rank", rank, "x" * rank)) == [("rank", r, "x" * r) for r in everyone]
+hvd.barrier()
+last = hvd.join()  # the final meeting: every rank learns the same last rank to arrive
+assert hvd.allgather_object(last) == [last] * size and 0 <= last < size, last
+
+# ---- the optimizer, broadcasts of models and optimizer state ------------------------------------------------
+torch.manual_seed(rank)  # different models on every rank until broadcast_parameters
+model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+root_params = hvd.broadcast_object([p.detach().numpy() for p in model.parameters()], 0)
+for p, q in zip(model.parameters(), root_params):
+    check_equal(p.detach(), q, "broadcast_parameters")
+data = [(t(rows_input(r, 4, 4) / 100.0), t(rows_input(r, 4, 2) / 50.0)) for r in everyone]
+
+
+def local_gradients(net, r):
+    net.zero_grad()
+    x, y = data[r]
+    torch.nn.functional.mse_loss(net(x), y).backward()
+    return [p.grad.detach().clone().numpy().astype(np.float64) for p in net.parameters()]
+
+
+reference = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+reference.load_state_dict(model.state_dict())
+expected = [np.mean(g, 0) for g in zip(*[local_gradients(reference, r) for r in everyone])]
+for options in ({}, {"gradient_predivide_factor": 2.0}, {"compression": hvd.Compression.fp16},
+                {"op": hvd.Sum}):
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.0),
+                                         named_parameters=model.named_parameters(), **options)
+    assert isinstance(optimizer, torch.optim.SGD)
+    optimizer.zero_grad()
+    x, y = data[rank]
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    expect_error(optimizer.zero_grad, "race", kinds=(AssertionError,))
+    optimizer.step()
+    factor = size if options.get("op") == hvd.Sum else 1
+    tolerance = 2e-3 if "compression" in options else 1e-6
+    for p, g in zip(model.parameters(), expected):
+        check_equal(p.grad, g * factor, f"DistributedOptimizer {options}", rtol=tolerance)
+# backward_passes_per_step: two local passes accumulate, then one average (Horovod: of the sums)
+optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.0),
+                                     named_parameters=model.named_parameters(), backward_passes_per_step=2)
+optimizer.zero_grad()
+for _ in range(2):
+    torch.nn.functional.mse_loss(model(data[rank][0]), data[rank][1]).backward()
+optimizer.step()
+for p, g in zip(model.parameters(), expected):
+    check_equal(p.grad, 2 * g, "backward_passes_per_step=2", rtol=1e-6)
+# synchronize() then step() under skip_synchronize(): clipping between them sees averaged gradients
+optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.5),
+                                     named_parameters=model.named_parameters())
+before = [p.detach().clone() for p in model.parameters()]
+optimizer.zero_grad()
+torch.nn.functional.mse_loss(model(data[rank][0]), data[rank][1]).backward()
+optimizer.synchronize()
+with optimizer.skip_synchronize():
+    optimizer.step()
+for p, b, g in zip(model.parameters(), before, expected):
+    check_equal(p.detach(), b.numpy() - 0.5 * g, "skip_synchronize step", rtol=1e-6)
+# Named-parameter mistakes are refused
+expect_error(lambda: hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                              named_parameters=[("w", p) for p in model.parameters()]),
+             "unique", kinds=(ValueError,))
+expect_error(lambda: hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                              named_parameters=list(model.named_parameters())[:1]),
+             "leaves out", kinds=(ValueError,))
+expect_error(lambda: hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), op=hvd.Adasum),
+             "Adasum")
+# broadcast_optimizer_state: root's moments and hyperparameters everywhere; a fresh state is made first.
+# A new model: the DistributedOptimizers above still hook the old one's parameters.
+model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+adam = torch.optim.Adam(model.parameters(), lr=0.001 * (rank + 1))
+if rank == 0:
+    for _ in range(2):
+        adam.zero_grad()
+        torch.nn.functional.mse_loss(model(data[0][0]), data[0][1]).backward()
+        adam.step()
+hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+weights = [p.detach().clone() for p in model.parameters()]
+hvd.broadcast_optimizer_state(adam, root_rank=0)
+for p, w in zip(model.parameters(), weights):
+    check_equal(p.detach(), w, "broadcast_optimizer_state leaves the parameters alone")
+state = adam.state_dict()
+root_state = hvd.broadcast_object({k: {n: (v.numpy() if torch.is_tensor(v) else v) for n, v in s.items()}
+                                   for k, s in state["state"].items()}, 0)
+assert state["param_groups"][0]["lr"] == 0.001, state["param_groups"][0]["lr"]
+for k, slots in state["state"].items():
+    for n, v in slots.items():
+        check_equal(v.numpy() if torch.is_tensor(v) else v, root_state[k][n], f"optimizer state {k}.{n}")
+
+# ---- SyncBatchNorm: N ranks of batch B normalize as one process of batch N*B ---------------------------------
+bn = hvd.SyncBatchNorm(3).double()
+plain = torch.nn.BatchNorm1d(3).double()
+batches = [t(rows_input(r, 5, 3) / 10.0 + r, torch.float64) for r in everyone]
+x = batches[rank].clone().requires_grad_()
+out = bn(x)
+whole = torch.cat(batches).clone().requires_grad_()
+plain_out = plain(whole)
+check_equal(out.detach(), plain_out.detach()[5 * rank:5 * rank + 5], "SyncBatchNorm output", rtol=1e-10)
+weights = t(rows_input(rank, 5, 3), torch.float64)
+(out * weights).sum().backward()
+(plain_out * torch.cat([t(rows_input(r, 5, 3), torch.float64) for r in everyone])).sum().backward()
+check_equal(x.grad, whole.grad[5 * rank:5 * rank + 5], "SyncBatchNorm input gradient", rtol=1e-10)
+check_equal(hvd.allreduce(bn.weight.grad, op=hvd.Sum), plain.weight.grad, "SyncBatchNorm weight gradient",
+            rtol=1e-10)
+check_equal(bn.running_mean, plain.running_mean, "SyncBatchNorm running mean", rtol=1e-10)
+check_equal(bn.running_var, plain.running_var, "SyncBatchNorm running var", rtol=1e-10)
+bn.eval()
+plain.eval()
+check_equal(bn(batches[rank]).detach(), plain(batches[rank]).detach(), "SyncBatchNorm eval", rtol=1e-10)
+
+# ---- refusals and bad arguments -----------------------------------------------------------------------------
+expect_error(lambda: hvd.allreduce(t([1.0]), op=hvd.Adasum), "Adasum", "not supported")
+expect_error(lambda: hvd.allreduce(t([1.0]), op=hvd.Sum, average=True), "not both", kinds=(ValueError,))
+expect_error(lambda: hvd.allreduce(t([1], torch.int64)), "floating", kinds=(TypeError,))
+expect_error(lambda: hvd.broadcast(t([1.0]), root_rank=size), f"root_rank={size}", kinds=(ValueError,))
+expect_error(lambda: hvd.allgather(torch.tensor(1.0)), "scalar", kinds=(ValueError,))
+expect_error(lambda: hvd.allreduce(t([1.0]), process_set=hvd.ProcessSet([0])), "process set")
+expect_error(lambda: hvd.start_timeline("x.json"), "HOROVOD_TIMELINE")
+expect_error(lambda: hvd.elastic.run, "elastic")
+expect_error(lambda: hvd.synchronize(123456), "unknown handle", kinds=(ValueError,))
+
+# ---- mismatches between ranks: errors naming them, on every rank, not hangs ----------------------------------
+if size > 1:
+    expect_error(lambda: hvd.allreduce(t(rank_input(rank, 3 + rank)), name="mismatch.count"),
+                 "mismatch.count", "count=3", "count=4")
+    expect_error(lambda: hvd.allreduce(t([1.0], torch.float32 if rank else torch.float64), name="mismatch.dtype"),
+                 "mismatch.dtype", "float32", "float64")
+    expect_error(lambda: hvd.broadcast(t([1.0]), root_rank=rank, name="mismatch.root"), "mismatch.root", "root=")
+    expect_error(lambda: hvd.allgather(t(rows_input(rank, 2, 2 + rank)), name="mismatch.width"), "mismatch.width")
+    # Last: a tensor rank 0 alone submits fails after the stall limit (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS)
+    if rank == 0:
+        expect_error(lambda: hvd.allreduce(t([1.0]), name="mismatch.alone"), "mismatch.alone", "did not submit")
+print(f"rank {rank}: horovod.torch API checks passed on {size} ranks", flush=True)
