@@ -7,11 +7,17 @@ libmatexcomm's own C API, in the same run, on the same buffers.
     MATEX_HOROVOD=1 mpirun -np 2 python bench/scripts/horovod_step.py [--iters 20] [--json out.json]
 
 - "horovod": hvd.DistributedOptimizer(torch.optim.SGD(...)).synchronize(),
-  which a Horovod script's optimizer.step() runs: one allreduce_async_ per
-  gradient (op Average), then a wait on each.
+  which a Horovod script's optimizer.step() runs, with every gradient ready
+  and none submitted yet (no backward pass ran): it submits them in one call
+  and waits on each.
 - "capi": the 161 gradients submitted to the same engine in one
   matex_engine_submit call (in place, op average), then a wait on each, from
   ctypes. This is matex's own API with no Python per tensor.
+- "horovod-hooks": what a backward pass does: the optimizer's gradient hook
+  runs for each parameter in reverse order (one submission each), then
+  synchronize() waits.
+- "capi-each": matex's own API the same way, one matex_engine_submit call
+  per gradient, in reverse order, then a wait on each.
 
 Both run alternately in each iteration, after a barrier; the time of an
 iteration is the maximum over ranks; the figure is the median over
@@ -50,7 +56,7 @@ def fill(grads, source):
         g.copy_(s)
 
 
-def capi_exchange(grads, engine, iteration):
+def capi_exchange(grads, engine, iteration, batched):
     ops = (engine_module._TensorOp * len(grads))()
     names = [f"capi.{iteration}.{i}".encode() for i in range(len(grads))]
     for i, g in enumerate(grads):
@@ -58,7 +64,13 @@ def capi_exchange(grads, engine, iteration):
                                          g.numel(), 0, engine_module.DTYPES["float32"], engine_module.OPS["average"],
                                          0, 1.0, 1.0, None, None)
     handles = (ctypes.c_void_p * len(grads))()
-    engine.check(engine.lib.matex_engine_submit(engine._engine, ops, len(grads), handles), "submit")
+    if batched:
+        engine.check(engine.lib.matex_engine_submit(engine._engine, ops, len(grads), handles), "submit")
+    else:
+        for i in reversed(range(len(grads))):
+            engine.check(engine.lib.matex_engine_submit(engine._engine, ctypes.byref(ops[i]), 1,
+                                                        ctypes.byref(handles, i * ctypes.sizeof(ctypes.c_void_p))),
+                         "submit")
     for i in range(len(grads)):
         handle = ctypes.c_void_p(handles[i])
         status = engine.lib.matex_request_wait(handle)
@@ -92,7 +104,13 @@ def main():
     def horovod_exchange(iteration):
         optimizer.synchronize()
 
-    paths = {"horovod": horovod_exchange, "capi": lambda i: capi_exchange(grads, engine, i)}
+    def horovod_hooks_exchange(iteration):
+        for p in reversed(params):
+            optimizer._on_gradient(p)  # what autograd's post-accumulate-grad hook calls
+        optimizer.synchronize()
+
+    paths = {"horovod": horovod_exchange, "capi": lambda i: capi_exchange(grads, engine, i, True),
+             "horovod-hooks": horovod_hooks_exchange, "capi-each": lambda i: capi_exchange(grads, engine, i, False)}
     for name, run in paths.items():  # exactness, before any timing
         fill(grads, source)
         run(-1)
@@ -119,15 +137,17 @@ def main():
         values = sum(p.numel() for p in params)
         print(f"# ResNet-50-shaped gradients: {len(params)} tensors, {values} float32 values, {size} ranks, "
               f"{args.iters} iterations")
-        print(f"# {'path':>8} {'median ms':>10} {'min ms':>8} {'max ms':>8}")
+        print(f"# {'path':>13} {'median ms':>10} {'min ms':>8} {'max ms':>8}")
         for name, r in result.items():
-            print(f"  {name:>8} {r['median_ms']:>10.2f} {r['min_ms']:>8.2f} {r['max_ms']:>8.2f}")
-        ratio = result["horovod"]["median_ms"] / result["capi"]["median_ms"]
-        print(f"# horovod / capi: {ratio:.3f}")
+            print(f"  {name:>13} {r['median_ms']:>10.2f} {r['min_ms']:>8.2f} {r['max_ms']:>8.2f}")
+        ratios = {"horovod / capi": result["horovod"]["median_ms"] / result["capi"]["median_ms"],
+                  "horovod-hooks / capi-each": result["horovod-hooks"]["median_ms"] / result["capi-each"]["median_ms"]}
+        for name, ratio in ratios.items():
+            print(f"# {name}: {ratio:.3f}")
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"ranks": size, "tensors": len(params), "values": values, "paths": result,
-                           "ratio": ratio}, f, indent=1)
+                           "ratios": ratios}, f, indent=1)
 
 
 if __name__ == "__main__":

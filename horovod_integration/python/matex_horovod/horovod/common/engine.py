@@ -143,6 +143,41 @@ class Engine:
                    f"submitting {name!r}")
         return Request(self, handle, keep)
 
+    def prepare(self, name, dtype, op="sum", prescale=1.0, postscale=1.0):
+        """An in-place allreduce's description, made once and submitted many
+        times with submit_prepared() (the optimizer's per-gradient path)."""
+        return _TensorOp(name.encode(), ALLREDUCE, _IN_PLACE, None, 0, 0, DTYPES[dtype], OPS[op], 0, prescale,
+                         postscale, None, None)
+
+    def submit_prepared(self, items):
+        """Queues prepared allreduces in one call (all or none): items are
+        (spec, address, element count, objects to keep alive). Returns their
+        requests."""
+        n = len(items)
+        if n == 1:
+            spec, address, count, keep = items[0]
+            spec.recvbuf, spec.count = address, count
+            return [self.submit_one(spec, keep)]
+        specs = (_TensorOp * n)()
+        for i, (spec, address, count, _) in enumerate(items):
+            spec.recvbuf, spec.count = address, count
+            specs[i] = spec
+        handles = (ctypes.c_void_p * n)()
+        status = self.lib.matex_engine_submit(self._engine, specs, n, handles)
+        if status != 0:
+            names = ", ".join(repr(spec.name.decode()) for spec, _, _, _ in items[:3])
+            self.check(status, f"submitting {names}{' and others' if n > 3 else ''}")
+        return [Request(self, ctypes.c_void_p(handles[i]), items[i][3]) for i in range(n)]
+
+    def submit_one(self, spec, keep):
+        """Queues one prepared allreduce whose buffer and count are set: the
+        per-gradient path of a backward pass, kept to one foreign call."""
+        handle = ctypes.c_void_p()
+        status = self.lib.matex_engine_submit(self._engine, ctypes.byref(spec), 1, ctypes.byref(handle))
+        if status != 0:
+            self.check(status, f"submitting {spec.name.decode()!r}")
+        return Request(self, handle, keep)
+
     def alltoallv(self, send, sendcounts, recv, recvcounts, dtype):
         """Blocking: elements counts per rank, packed in rank order on both sides."""
         self.require("alltoall")

@@ -27,6 +27,29 @@ from .compression import Compression
 _owners = {}
 
 
+class _Submitted:
+    """A gradient handed straight to the engine: reduced in place."""
+    __slots__ = ("request", "tensor")
+
+    def __init__(self, request, tensor):
+        self.request, self.tensor = request, tensor
+
+    def result(self):
+        self.request.wait()
+        return self.tensor
+
+
+class _ViaHandle:
+    """A gradient submitted through mpi_ops (staged: a CUDA or strided tensor)."""
+    __slots__ = ("handle",)
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def result(self):
+        return mpi_ops.synchronize(self.handle)
+
+
 class _DistributedMixin:
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
                  gradient_predivide_factor, sparse_as_dense):
@@ -40,8 +63,11 @@ class _DistributedMixin:
             raise ValueError(f"horovod.torch.DistributedOptimizer: backward_passes_per_step must be >= 1, not "
                              f"{backward_passes_per_step}")
         self._names = self._parameter_names(named_parameters)
-        self._delay = {p: self.backward_passes_per_step for p in self._names}
-        self._handles = {}
+        # Keyed by id(parameter): a tensor's own hash is a Python call, and these run for every gradient.
+        self._delay = {id(p): self.backward_passes_per_step for p in self._names}
+        self._handles = {}  # id -> None (a pass accumulated locally) or (parameter, pending, tensor, context)
+        self._specs = {}  # (id, dtype) -> the parameter's prepared engine submission
+        self._lean = {}  # id -> (spec, dtype): uncompressed CPU gradients, submitted by the hook directly
         self._synchronized = False
         self._should_synchronize = True
         self._hooks = {}
@@ -86,42 +112,78 @@ class _DistributedMixin:
         return {p: by_id[id(p)] for p in everything}
 
     def _on_gradient(self, p):
-        if self._handles.get(p) is not None and self._delay[p] <= 0:
+        key = id(p)
+        if self._handles.get(key) is not None and self._delay[key] <= 0:
             raise AssertionError("horovod.torch.DistributedOptimizer: gradients were computed more than "
                                  "backward_passes_per_step times before step(); raise backward_passes_per_step to "
                                  "accumulate more passes locally")
-        self._delay[p] -= 1
-        handle = None
-        if self._delay[p] == 0:
-            handle = self._submit(p)
-        self._handles[p] = handle
+        delay = self._delay[key] - 1
+        self._delay[key] = delay
+        if delay:
+            self._handles[key] = None  # accumulated locally; submitted on the last pass
+            return
+        grad = p.grad
+        lean = self._lean.get(key)
+        if (lean is not None and grad is not None and grad.dtype is lean[1] and not grad.is_sparse
+                and grad.device.type == "cpu" and grad.is_contiguous()):
+            # The gradient of a parameter seen before, uncompressed: straight to the engine.
+            spec = lean[0]
+            spec.recvbuf, spec.count = grad.data_ptr(), grad.numel()
+            self._handles[key] = (p, _Submitted(engine.submit_one(spec, (grad,)), grad), grad, None)
+        else:
+            self._handles[key] = (p,) + self._submit_many([p])[0]
 
-    def _submit(self, p):
-        if p.grad is None:
-            # Another rank may have a gradient for it (a branch this rank skipped): take part with zeros.
-            p.grad = torch.zeros_like(p)
-        if p.grad.is_sparse:
-            if not self._sparse_as_dense:
-                refuse(f"DistributedOptimizer on the sparse gradient of {self._names[p]!r}",
-                       "pass sparse_as_dense=True")
-            p.grad = p.grad.to_dense()
+    def _submit_many(self, params):
+        """Submits the gradients of params; returns (pending result, the tensor
+        reduced, compression context) for each. CPU, contiguous gradients go
+        straight to the engine in one call, through descriptions prepared
+        once per parameter (this runs for every gradient of every step);
+        others (CUDA, strided) through mpi_ops, staged."""
         prescale, postscale = ((1.0 / self._predivide, self._predivide) if self._op == _ops.Average
                                else (1.0, 1.0))
-        compressed, context = self._compression.compress(p.grad)
-        handle = mpi_ops.allreduce_async_(compressed, name=f"grad.{self._names[p]}", op=self._op,
-                                          prescale_factor=prescale, postscale_factor=postscale)
-        return handle, compressed, context
+        direct, submitted = [], [None] * len(params)
+        for index, p in enumerate(params):
+            if p.grad is None:
+                # Another rank may have a gradient for it (a branch this rank skipped): take part with zeros.
+                p.grad = torch.zeros_like(p)
+            if p.grad.is_sparse:
+                if not self._sparse_as_dense:
+                    refuse(f"DistributedOptimizer on the sparse gradient of {self._names[p]!r}",
+                           "pass sparse_as_dense=True")
+                p.grad = p.grad.to_dense()
+            compressed, context = self._compression.compress(p.grad)
+            if compressed.device.type == "cpu" and compressed.is_contiguous():
+                key = (id(p), compressed.dtype)
+                spec = self._specs.get(key)
+                if spec is None:
+                    spec = engine.prepare(f"allreduce.grad.{self._names[p]}",
+                                          mpi_ops._dtype(compressed, "DistributedOptimizer"),
+                                          _ops.resolve(self._op), prescale, postscale)
+                    self._specs[key] = spec
+                    if compressed is p.grad:  # no compression: the hook may take the lean path next time
+                        self._lean[id(p)] = (spec, compressed.dtype)
+                direct.append((index, spec, compressed, context))
+            else:
+                handle = mpi_ops.allreduce_async_(compressed, name=f"grad.{self._names[p]}", op=self._op,
+                                                  prescale_factor=prescale, postscale_factor=postscale)
+                submitted[index] = (_ViaHandle(handle), compressed, context)
+        if direct:
+            requests = engine.submit_prepared([(spec, t.data_ptr(), t.numel(), (t,)) for _, spec, t, _ in direct])
+            for (index, _, t, context), request in zip(direct, requests):
+                submitted[index] = (_Submitted(request, t), t, context)
+        return submitted
 
     def synchronize(self):
         """Waits for every gradient's allreduce (submitting those whose hook
         has not fired, with zeros where a parameter got no gradient)."""
         if engine.size > 1:
-            for p in self._names:
-                if p.requires_grad and self._handles.get(p) is None:
-                    self._handles[p] = self._submit(p)
-            for p, (handle, compressed, context) in self._handles.items():
-                output = mpi_ops.synchronize(handle)
-                self._delay[p] = self.backward_passes_per_step
+            missing = [p for p in self._names if p.requires_grad and self._handles.get(id(p)) is None]
+            if missing:  # their hooks did not fire (no backward, or gradients set by hand): one submission
+                for p, entry in zip(missing, self._submit_many(missing)):
+                    self._handles[id(p)] = (p,) + entry
+            for key, (p, pending, compressed, context) in self._handles.items():
+                output = pending.result()
+                self._delay[key] = self.backward_passes_per_step
                 if compressed is not p.grad:
                     with torch.no_grad():
                         p.grad.copy_(self._compression.decompress(output, context))
