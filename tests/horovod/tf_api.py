@@ -164,6 +164,16 @@ check_equal(tape_step(predivide=2.0), expected, "DistributedGradientTape predivi
 check_equal(tape_step(op=hvd.Sum), expected * size, "DistributedGradientTape Sum", rtol=1e-12)
 check_equal(tf.function(tape_step)(), expected, "DistributedGradientTape in tf.function", rtol=1e-12)
 expect_error(lambda: hvd.DistributedGradientTape(tf.GradientTape(), op=hvd.Adasum), "Adasum")
+# PartialDistributedGradientTape: a local layer's gradient stays this rank's, divided by the number of ranks
+local = tf.keras.layers.Dense(2, use_bias=False, dtype="float64")
+local.build((None, 3))
+local.kernel.assign(w0)
+with tf.GradientTape() as tape:
+    x, y = (c(a, tf.float64) for a in data[rank])
+    loss = tf.reduce_mean(tf.square(local(x) - y))
+tape = hvd.PartialDistributedGradientTape(tape, local_layers=local)
+check_equal(tape.gradient(loss, local.trainable_weights)[0], local_gradient(w0, rank) / size,
+            "PartialDistributedGradientTape local layer", rtol=1e-12)
 
 # ---- the Keras DistributedOptimizer: apply() averages first; backward_passes_per_step -----------------------------
 for options, factor in (({}, 1.0), ({"op": hvd.Sum}, size), ({"gradient_predivide_factor": 2.0}, 1.0)):
@@ -185,6 +195,19 @@ expect_error(lambda: hvdk.DistributedOptimizer(tf.keras.optimizers.SGD(), backwa
              kinds=(ValueError,))
 expect_error(lambda: hvdk.DistributedOptimizer(tf.keras.optimizers.SGD(), op=hvd.Min), "Average or Sum",
              kinds=(ValueError,))
+
+# ---- TF1 graphs: BroadcastGlobalVariablesHook in a MonitoredTrainingSession, the TF1 DistributedOptimizer ------
+with tf.Graph().as_default():
+    v1 = tf.compat.v1.get_variable("v1", initializer=tf.constant(rank_input(rank, 3), tf.float64))
+    step = tf.compat.v1.train.get_or_create_global_step()
+    slope = tf.constant(rank_input(rank, 3, salt=1), tf.float64)
+    opt1 = hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.5))
+    train_op = opt1.minimize(tf.reduce_sum(v1 * slope), global_step=step)
+    with tf.compat.v1.train.MonitoredTrainingSession(hooks=[hvd.BroadcastGlobalVariablesHook(0)]) as session:
+        check_equal(session.run(v1), rank_input(0, 3), "BroadcastGlobalVariablesHook")
+        session.run(train_op)
+        check_equal(session.run(v1), rank_input(0, 3) - 0.5 * np.mean([rank_input(r, 3, salt=1) for r in everyone], 0),
+                    "TF1 DistributedOptimizer", rtol=1e-12)
 
 # ---- refusals and bad arguments -------------------------------------------------------------------------------
 expect_error(lambda: hvd.allreduce(c([1.0]), op=hvd.Adasum), "Adasum", "not supported")

@@ -201,6 +201,28 @@ expect_error(lambda: hvd.DistributedOptimizer(torch.optim.SGD(model.parameters()
              "leaves out", kinds=(ValueError,))
 expect_error(lambda: hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), op=hvd.Adasum),
              "Adasum")
+# A sparse gradient (nn.Embedding(sparse=True)): refused unless sparse_as_dense, then averaged densely
+table = torch.nn.Embedding(5, 2, sparse=True)
+with torch.no_grad():
+    table.weight.copy_(t(rows_input(0, 5, 2)))
+rows_used = torch.tensor([rank % 5, (rank + 2) % 5])
+for sparse_as_dense in (False, True):
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(table.parameters(), lr=0.0), sparse_as_dense=sparse_as_dense,
+                                         named_parameters=table.named_parameters())
+    optimizer.zero_grad()
+    if not sparse_as_dense:
+        if size > 1:  # the hook refuses it as the backward pass makes it
+            expect_error(lambda: table(rows_used).sum().backward(), "sparse", "sparse_as_dense=True")
+        table.weight.grad = None
+        continue
+    table(rows_used).sum().backward()
+    optimizer.step()
+    dense = np.zeros((5, 2))
+    for r in everyone:
+        for row in (r % 5, (r + 2) % 5):
+            dense[row] += 1.0 / size
+    check_equal(table.weight.grad, dense, "sparse_as_dense", rtol=1e-6)
+
 # broadcast_optimizer_state: root's moments and hyperparameters everywhere; a fresh state is made first.
 # A new model: the DistributedOptimizers above still hook the old one's parameters.
 model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
