@@ -58,7 +58,7 @@ def fill(grads, source):
 
 def capi_exchange(grads, engine, iteration, batched):
     ops = (engine_module._TensorOp * len(grads))()
-    names = [f"capi.{iteration}.{i}".encode() for i in range(len(grads))]
+    names = [f"capi.{i}".encode() for i in range(len(grads))]  # the same names every step, as the optimizer's
     for i, g in enumerate(grads):
         ops[i] = engine_module._TensorOp(names[i], engine_module.ALLREDUCE, engine_module._IN_PLACE, g.data_ptr(),
                                          g.numel(), 0, engine_module.DTYPES["float32"], engine_module.OPS["average"],

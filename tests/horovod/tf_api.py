@@ -75,6 +75,41 @@ for r in everyone:
     np.add.at(dense, np.arange(rows_of[r]) + r, rows_input(r, rows_of[r], 2) / size)
 check_equal(tf.convert_to_tensor(sparse), dense, "IndexedSlices average", rtol=1e-6)
 
+# ---- the gradients of the other collectives, as Horovod 0.28 defines them --------------------------------------------
+upstream = [rows_input(r, 2 * size, 3, salt=5) for r in everyone]  # rank r's gradient of its output
+mean_upstream = np.mean(upstream, 0)
+
+
+def gradient_of(collective, rows, weights):
+    x = tf.Variable(c(rows_input(rank, rows, 3), tf.float64))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(collective(x) * c(weights, tf.float64))
+    return tape.gradient(loss, x)
+
+
+check_equal(gradient_of(hvd.allgather, 2, upstream[rank]), mean_upstream[2 * rank:2 * rank + 2],
+            "allgather gradient", rtol=1e-12)
+for root in {0, size - 1}:
+    check_equal(gradient_of(lambda x: hvd.broadcast(x, root), 2, upstream[rank][:2]),
+                mean_upstream[:2] * (rank == root), f"broadcast gradient root {root}", rtol=1e-12)
+for op, factor in ((hvd.Sum, size), (hvd.Average, 1)):
+    check_equal(gradient_of(lambda x: hvd.reducescatter(x, op=op), 2 * size, upstream[rank][:2]),
+                np.concatenate([u[:2] for u in upstream]) * factor, f"reducescatter gradient {op}", rtol=1e-12)
+check_equal(gradient_of(hvd.alltoall, 2 * size, upstream[rank]),
+            np.concatenate([upstream[j][2 * rank:2 * rank + 2] for j in everyone]), "alltoall gradient")
+x_traced = tf.Variable(c(rows_input(rank, 2, 3), tf.float64))
+
+
+@tf.function
+def traced_gather_gradient():
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(hvd.allgather(x_traced, name="traced.gather.grad") * c(upstream[rank], tf.float64))
+    return tape.gradient(loss, x_traced)
+
+
+check_equal(traced_gather_gradient(), mean_upstream[2 * rank:2 * rank + 2], "allgather gradient in tf.function",
+            rtol=1e-12)
+
 # ---- allgather, broadcast --------------------------------------------------------------------------------
 traced_gather = tf.function(lambda x: hvd.allgather(x, name="traced.gather"),
                             input_signature=[tf.TensorSpec([None, 3], tf.float32)])
@@ -98,8 +133,9 @@ for root in {0, size - 1}:
     hvd.broadcast_variables(variables, root_rank=root)
     check_equal(variables[0], rank_input(root, 4), "broadcast_variables 0")
     check_equal(variables[1], rows_input(root, 2, 2), "broadcast_variables 1")
-    hvd.broadcast_(variables, root)  # already equal: stays so
-    check_equal(variables[0], rank_input(root, 4), "broadcast_")
+    variables[0].assign(c(rank_input(rank, 4, salt=3)))  # different on every rank again
+    assert hvd.broadcast_(variables, root) == variables
+    check_equal(variables[0], rank_input(root, 4, salt=3), "broadcast_")
 
 # ---- alltoall, reducescatter -------------------------------------------------------------------------------
 even = c(np.concatenate([rows_input(rank, 2, 3, salt=10 * j) for j in everyone]))
@@ -133,8 +169,10 @@ for root in {0, size - 1}:
     assert obj == {"rank": root, "values": list(range(root + 3))}, obj
 assert hvd.allgather_object(("rank", rank, "x" * rank)) == [("rank", r, "x" * r) for r in everyone]
 hvd.barrier()
+import time  # noqa: E402
+time.sleep(0.3 * rank)  # the highest rank arrives last, by far more than the ranks' clocks differ here
 last = int(hvd.join())
-assert hvd.allgather_object(last) == [last] * size and 0 <= last < size, last
+assert last == size - 1, last
 
 # ---- DistributedGradientTape: gradients averaged across ranks, eager and traced ------------------------------
 data = [(rows_input(r, 4, 3) / 100.0, rows_input(r, 4, 2) / 50.0) for r in everyone]
@@ -191,6 +229,29 @@ for average_aggregated, factor in ((False, 2.0), (True, 1.0)):
     opt.apply([c(local_gradient(w0, rank) * 3, tf.float64)], [v])
     check_equal(v, w0 - factor * 2 * expected, f"backward_passes_per_step=2 average={average_aggregated}",
                 rtol=1e-12)
+# Mixed precision: a loss-scale optimizer around the distributed one skips a step on every rank when any
+# rank's gradients overflow (rank 0's here), then applies the unscaled mean
+v = tf.Variable(c(w0, tf.float64))
+lso = tf.keras.optimizers.LossScaleOptimizer(hvdk.DistributedOptimizer(tf.keras.optimizers.SGD(learning_rate=1.0)),
+                                             initial_scale=4.0)
+overflow = np.full_like(w0, np.inf) if rank == 0 else local_gradient(w0, rank)
+lso.apply([c(overflow * 4.0, tf.float64)], [v])
+check_equal(v, w0, "loss-scale optimizer: a step overflowing on one rank is skipped on all")
+check_equal(lso.dynamic_scale, 2.0, "loss-scale optimizer: every rank halves its scale")
+lso.apply([c(local_gradient(w0, rank) * 2.0, tf.float64)], [v])
+check_equal(v, w0 - expected, "loss-scale optimizer: the unscaled mean", rtol=1e-12)
+# The warmup's momentum correction leaves Adam's first moments alone (Horovod corrects momentum optimizers only)
+model = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(2)])
+model.compile(optimizer=hvdk.DistributedOptimizer(tf.keras.optimizers.Adam(0.01)), loss="mse")
+model.fit(c(data[rank][0]), c(data[rank][1]), epochs=1, verbose=0)
+moments = [m.numpy() for m in model.optimizer._momentums]
+warmup = hvdk.callbacks.LearningRateWarmupCallback(initial_lr=0.01, warmup_epochs=2, steps_per_epoch=4)
+warmup.set_model(model)
+warmup.on_epoch_begin(0)
+warmup.on_batch_begin(0)
+check_equal(model.optimizer.learning_rate, 0.01 / size * (0.25 * (size - 1) / 2 + 1), "warmup rate", rtol=1e-6)
+for got, before in zip(model.optimizer._momentums, moments):
+    check_equal(got, before, "Adam's first moments after a rate change")
 expect_error(lambda: hvdk.DistributedOptimizer(tf.keras.optimizers.SGD(), backward_passes_per_step=0), ">= 1",
              kinds=(ValueError,))
 expect_error(lambda: hvdk.DistributedOptimizer(tf.keras.optimizers.SGD(), op=hvd.Min), "Average or Sum",
@@ -218,6 +279,9 @@ expect_error(lambda: hvd.allreduce(c([1.0]), process_set=hvd.ProcessSet([0])), "
 expect_error(lambda: tf.function(hvd.barrier)(), "barrier", "eagerly")
 expect_error(lambda: hvd.broadcast_global_variables(0), "eager", kinds=(RuntimeError,))
 expect_error(lambda: hvd.broadcast_object_fn(), "broadcast_object_fn")
+expect_error(lambda: hvd.elastic.run, "horovod.tensorflow.elastic.run", "not supported")
+expect_error(lambda: hvdk.elastic.KerasState, "horovod.tensorflow.keras.elastic.KerasState", "not supported")
+check_equal(hvd.broadcast(c(rank_input(rank, 3)), np.int64(size - 1)), rank_input(size - 1, 3), "NumPy root_rank")
 expect_error(lambda: hvd.start_timeline("x.json"), "HOROVOD_TIMELINE")
 
 # ---- mismatches between ranks: errors naming them, on every rank, not hangs -------------------------------------

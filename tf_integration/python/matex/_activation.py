@@ -65,7 +65,7 @@ def activate():
     from . import _runtime, _threads
     _refuse_unsupported_versions(tf, _runtime._LIBRARY)
     _runtime.init()
-    _abort_on_uncaught_exceptions()
+    abort_on_uncaught_exceptions()
     _threads.apply(_runtime.native(), _runtime.rank(), _runtime.size())  # before TensorFlow starts its pools
     # Python processes the script starts (data workers) are not ranks: keep the hook out of them.
     import os
@@ -87,10 +87,13 @@ def activate():
     _active = True
 
 
-def _abort_on_uncaught_exceptions():
+def abort_on_uncaught_exceptions():
     """An exception that ends the script on one rank ends the job: the other
-    ranks would otherwise wait for that rank's tensors forever."""
+    ranks would otherwise wait for that rank's tensors forever. Also used by
+    the Horovod API (horovod_integration); installed once."""
     previous = sys.excepthook
+    if getattr(previous, "_matex_aborts", False):
+        return
 
     def hook(kind, value, traceback):
         previous(kind, value, traceback)
@@ -100,4 +103,5 @@ def _abort_on_uncaught_exceptions():
             sys.stderr.flush()
             _runtime.abort(1)
 
+    hook._matex_aborts = True
     sys.excepthook = hook

@@ -2,8 +2,10 @@
 horovod.keras serve (Keras 3 on TensorFlow).
 
 It is an optimizer of the wrapped one's own class (rebuilt from its config)
-whose apply() first averages the gradients across ranks, before loss-scale
-unscaling, clipping and weight decay, as Horovod's did. With
+whose apply() first averages the gradients across ranks, before clipping and
+weight decay. Under a loss-scale optimizer (Keras 3 wraps the optimizer in
+one for mixed_float16), the averaging comes after the unscaling, and the
+finiteness check is made the same on every rank (_agree_on_finiteness). With
 backward_passes_per_step=N it turns on Keras's own gradient accumulation
 (gradient_accumulation_steps=N): every pass's gradients are averaged across
 ranks and Keras applies their mean every N passes; Horovod's default
@@ -12,6 +14,24 @@ mean by N. The result equals Horovod's to rounding; the traffic is N
 allreduces per update rather than one.
 """
 from ..common import reduce_ops as _ops
+
+
+def _agree_on_finiteness(original):
+    """LossScaleOptimizer.check_finite, for a loss-scale optimizer around a
+    distributed one (Keras 3's compile() wraps the optimizer so under the
+    mixed_float16 policy): the gradients count as finite only where they are
+    on every rank, so that every rank takes the same branch and the inner
+    apply() (with its allreduce) runs on all ranks or on none."""
+    def check_finite(self, grads):
+        finite = original(self, grads)
+        if not isinstance(getattr(self, "inner_optimizer", None), _DistributedKerasMixin):
+            return finite
+        import tensorflow as tf
+
+        from ..tensorflow import mpi_ops
+        everywhere = mpi_ops.allreduce(tf.cast(finite, tf.int32), op=_ops.Min, name="horovod.loss_scale.finite")
+        return tf.cast(everywhere, tf.bool)
+    return check_finite
 
 
 class _DistributedKerasMixin:
@@ -38,6 +58,8 @@ def create_distributed_optimizer(optimizer, name, compression, sparse_as_dense, 
     passes = int(backward_passes_per_step)
     if passes < 1:
         raise ValueError(f"horovod DistributedOptimizer: backward_passes_per_step must be >= 1, not {passes}")
+    from matex import _patching
+    _patching.patch(keras.optimizers.LossScaleOptimizer, "check_finite", _agree_on_finiteness)
     config = optimizer.get_config()
     if passes > 1:
         if config.get("gradient_accumulation_steps"):

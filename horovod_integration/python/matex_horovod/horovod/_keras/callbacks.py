@@ -9,7 +9,8 @@ LearningRateWarmupCallback: Horovod's schedules, with momentum correction
 done by scaling the optimizer's momentum buffers by new_lr / old_lr when the
 rate changes (Keras 3 bakes the momentum coefficient into the traced step,
 so it cannot be changed for one batch as Horovod did; for SGD without
-Nesterov and for RMSprop the two are the same update).
+Nesterov and for RMSprop the two are the same update). As in Horovod, only
+optimizers with a momentum hyperparameter are corrected: not Adam's family.
 """
 import keras
 import tensorflow as tf
@@ -77,7 +78,13 @@ class MetricAverageCallback(keras.callbacks.Callback):
 
 
 def _momentum_buffers(optimizer):
+    """The momentum buffers that Horovod's correction scales: those of an
+    optimizer with a momentum hyperparameter (SGD's `momentums`, RMSprop's
+    `_momentums`). Adam's family keeps its first moments in `_momentums`
+    too, but has no momentum coefficient, and Horovod leaves it alone."""
     inner = getattr(optimizer, "inner_optimizer", optimizer)
+    if not getattr(inner, "momentum", 0):
+        return inner, []
     for attribute in ("momentums", "_momentums"):
         buffers = getattr(inner, attribute, None)
         if buffers:

@@ -1,7 +1,9 @@
 """init, shutdown and the job's shape (rank, size, local and cross ranks),
 shared by the front ends. Each front end hands in its runtime: an object with
-start(), shutdown(), started, the topology (rank, size, local_rank,
-local_size, node_index) and gather_ints(values) -> every rank's values.
+start(), shutdown(), started, conflict() (why this job cannot start, or
+None), learn_topology() (callable once started, by
+whoever started it), the topology (rank, size, local_rank, local_size,
+node_index) and gather_ints(values, purpose) -> every rank's values.
 
 Horovod's cross communicator joins the ranks of one local rank across nodes:
 cross_size is the number of nodes that have a rank with this local rank, and
@@ -25,14 +27,24 @@ class Basics:
         process sets are refused."""
         if comm is not None and not _is_world(comm):
             refuse("init(comm=...) with a sub-communicator", "matex runs over all ranks of the job")
+        self._comm = comm
         if process_sets:
             refuse("init(process_sets=...)", "matex serves the global process set only")
-        if self._runtime.started:
+        conflict = self._runtime.conflict()
+        if conflict:
+            raise RuntimeError(f"horovod (served by matex): {conflict}")
+        if not self._runtime.started:
+            settings.apply()
+            self._runtime.start()
+        if isinstance(self._comm, (list, tuple)) and sorted(self._comm) != list(range(self._runtime.size)):
+            refuse(f"init(comm={list(self._comm)}) with ranks other than all {self._runtime.size} of the job",
+                   "matex runs over all ranks of the job")
+        # matex may have started already (matex.init(), or MATEX_ENABLE=1): the layout is learnt once either way.
+        if self._cross is not None:
             return
-        settings.apply()
-        self._runtime.start()
+        self._runtime.learn_topology()
         shape = self._runtime.gather_ints([self._runtime.node_index, self._runtime.local_rank,
-                                           self._runtime.local_size])
+                                           self._runtime.local_size], "layout")
         mine_node, mine_local = self._runtime.node_index, self._runtime.local_rank
         nodes = sorted({node for node, local, _ in shape if local == mine_local})
         homogeneous = len({local_size for _, _, local_size in shape}) == 1

@@ -75,6 +75,18 @@ class Request:
             pass
 
 
+_purposes = {}
+_purposes_lock = threading.Lock()
+
+
+def purpose_name(purpose):
+    """horovod.<purpose>.<n>: the n-th internal collective of this purpose on this rank."""
+    with _purposes_lock:
+        count = _purposes.get(purpose, 0)
+        _purposes[purpose] = count + 1
+    return f"horovod.{purpose}.{count}"
+
+
 class Engine:
     def __init__(self):
         self.lib = None
@@ -83,6 +95,7 @@ class Engine:
         self._lock = threading.Lock()
         self.started = False
         self.finished = False
+        self.crashed = False  # an uncaught exception ends this rank without the collective shutdown
         self.rank = 0
         self.size = 1
         self.local_rank = 0
@@ -118,11 +131,19 @@ class Engine:
             self.check(lib.matex_engine_create(self._comm, ctypes.byref(self._engine)), "starting the engine")
             self.started = True
             atexit.register(self.shutdown)
+            _end_job_on_uncaught_exceptions(self)
+
+    def learn_topology(self):
+        pass  # start() read it
+
+    @staticmethod
+    def conflict():
+        return None  # MATEX_ENABLE=1 takes over torch.distributed groups, which horovod.torch does not use
 
     def shutdown(self):
         """Collective: stops the engine (pending tensors fail) and finalizes MPI."""
         with self._lock:
-            if not self.started:
+            if not self.started or self.crashed:
                 return
             self.started, self.finished = False, True
             self.check(self.lib.matex_engine_destroy(ctypes.byref(self._engine)), "stopping the engine")
@@ -193,11 +214,13 @@ class Engine:
         self.check(self.lib.matex_allreduce(self._comm, ctypes.c_void_p(send), ctypes.c_void_p(recv),
                                             ctypes.c_size_t(count), DTYPES[dtype], OPS[op]), "allreduce")
 
-    def gather_ints(self, values):
-        """Every rank's list of len(values) integers (the same length everywhere), in rank order."""
+    def gather_ints(self, values, purpose):
+        """Every rank's list of len(values) integers (the same length everywhere), in rank order. The
+        tensor is named after the purpose and its count of calls, so that ranks out of step (one in
+        join, another in barrier) fail, naming both, instead of matching each other."""
         k = len(values)
         send = (ctypes.c_int64 * k)(*values)
-        request = self.submit(f"horovod.gather_ints.{k}", ALLGATHER, ctypes.addressof(send), None, 1, "int64",
+        request = self.submit(purpose_name(purpose), ALLGATHER, ctypes.addressof(send), None, 1, "int64",
                               row_elements=k, keep=(send,))
         request.wait()
         address, rows = request.output()
@@ -213,6 +236,30 @@ class Engine:
             from matex import _build
             return str(_build.facts().get("cuda", "")).lower() in ("1", "on", "true", "yes")
         return self.lib.matex_built_with_cuda() == 1
+
+
+def _end_job_on_uncaught_exceptions(engine):
+    """An exception that ends the script on one rank ends the job: the rank
+    exits at once, without the collective shutdown the others would never
+    join, and the MPI launcher then stops every rank (as it does for a rank
+    that exits without MPI_Finalize). Else the other ranks would wait for its
+    tensors until the stall limit."""
+    import os
+    import sys
+    previous = sys.excepthook
+
+    def hook(kind, value, traceback):
+        previous(kind, value, traceback)
+        if kind is KeyboardInterrupt:
+            return
+        engine.crashed = True
+        sys.stderr.write(f"horovod (served by matex): rank {engine.rank} ends the job after an uncaught "
+                         f"{kind.__name__}\n")
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(1)
+
+    sys.excepthook = hook
 
 
 engine = Engine()

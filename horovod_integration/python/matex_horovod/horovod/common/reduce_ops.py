@@ -3,6 +3,8 @@
 Scripts compare and pass them as `op=hvd.Average`; the values are Horovod's.
 Adasum is refused: matex has no adaptive summation.
 """
+import operator
+
 from .refusals import refuse
 
 Average = 0
@@ -36,3 +38,14 @@ def split_rows(rows, size):
     ranks: as evenly as possible, the first rows % size ranks one more."""
     base, extra = divmod(rows, size)
     return [base + (1 if r < extra else 0) for r in range(size)]
+
+
+def is_rank(value, size):
+    """Whether value is a rank of a job of size ranks: any integer (a NumPy one too), not a bool."""
+    if isinstance(value, bool):
+        return False
+    try:
+        value = operator.index(value)
+    except TypeError:
+        return False
+    return 0 <= value < size

@@ -17,3 +17,15 @@ def not_served(name, why="matex does not serve it"):
     stand_in.__name__ = name.rsplit(".", 1)[-1]
     stand_in.__doc__ = f"Not served by matex: {why}."
     return stand_in
+
+
+class NotServedModule:
+    """A stand-in for an unserved module (hvd.elastic): touching any name in it refuses, naming it."""
+
+    def __init__(self, name, why):
+        self._name, self._why = name, why
+
+    def __getattr__(self, attribute):
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        refuse(f"{self._name}.{attribute}", self._why)

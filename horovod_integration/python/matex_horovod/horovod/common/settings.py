@@ -75,6 +75,15 @@ def _truthy(value):
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
+def _same(given, wanted):
+    """Whether a MATEX_* value the user set means what a HOROVOD_* one asks for (30 and 30.0, WARN and warn)."""
+    given, wanted = given.strip(), wanted.strip()
+    try:
+        return float(given) == float(wanted)
+    except ValueError:
+        return given.lower() == wanted.lower()
+
+
 def apply(environ=None):
     """Maps the HOROVOD_* settings in `environ` (os.environ) onto MATEX_*.
     Returns the list of MATEX_* names it set."""
@@ -103,7 +112,7 @@ def apply(environ=None):
     set_now = []
     for matex_name, (name, value) in wanted.items():
         mine = environ.get(matex_name)
-        if mine is not None and mine.strip() and mine.strip() != value:
+        if mine is not None and mine.strip() and not _same(mine, value):
             raise ValueError(f"horovod: {name} asks for {matex_name}={value}, but {matex_name}={mine} is set; "
                              "unset one of them")
         if mine is None or not mine.strip():

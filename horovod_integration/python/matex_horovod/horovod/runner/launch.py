@@ -1,9 +1,11 @@
 """horovodrun's options as one mpirun command.
 
 `horovodrun -np 4 -H a:2,b:2 python train.py` runs
-`mpirun -np 4 --host a:2,b:2 <environment> python train.py`, where the
-environment carries MATEX_HOROVOD=1 (so the ranks import matex's horovod)
-and the HOROVOD_* settings that horovodrun's flags stand for. The MPI
+`mpirun -np 4 --host a:2,b:2 --bind-to none --map-by slot <environment>
+python train.py`, where the environment (-x, for Open MPI: every variable but
+the shell's and the launcher's own) carries MATEX_HOROVOD=1 (so the ranks
+import matex's horovod) and the HOROVOD_* settings that horovodrun's flags
+stand for. The MPI
 launcher is MATEX_MPIRUN (mpirun by default). Options that need Horovod's own
 launcher (Gloo, elastic, jsrun, ssh settings) are refused, naming them.
 """
@@ -86,6 +88,16 @@ def check_build():
         "    [ ] Gloo", ""])
 
 
+_LOCAL_ONLY = {"HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_", "TERM", "DISPLAY", "SHELL", "PS1", "LS_COLORS",
+               "TMUX", "STY"}
+_LAUNCHER_PREFIXES = ("OMPI_", "PMIX_", "PRTE_", "OPAL_", "ORTE_", "SSH_", "BASH_FUNC")
+
+
+def _exportable(name):
+    """Whether horovodrun passes this environment variable to every rank (with -x)."""
+    return (name.isidentifier() and name not in _LOCAL_ONLY and not name.startswith(_LAUNCHER_PREFIXES))
+
+
 def command(args, environ):
     """(argv, environment) of the mpirun that serves `args`."""
     for name, why in _REFUSED.items():
@@ -122,13 +134,20 @@ def command(args, environ):
     if args.network_interface and open_mpi:
         argv += ["--mca", "btl_tcp_if_include", args.network_interface, "--mca", "oob_tcp_if_include",
                  args.network_interface]
+    extra = shlex.split(args.mpi_args)
     if open_mpi:
-        # Open MPI sends the ranks on other hosts only what -x names.
-        passed = exported + [n for n in env if n.startswith(("HOROVOD_", "MATEX_")) and n not in exported]
-        passed += [n for n in ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH") if n in env]
+        # As Horovod's horovodrun: no binding (the frameworks run thread pools), ranks placed slot by slot,
+        # unless --mpi-args says otherwise.
+        if not any(a.lstrip("-") in ("bind-to", "bind_to") for a in extra):
+            argv += ["--bind-to", "none"]
+        if not any(a.lstrip("-") in ("map-by", "map_by", "npernode", "ppr") for a in extra):
+            argv += ["--map-by", "slot"]
+        # Open MPI sends the ranks on other hosts only what -x names: as Horovod does, the whole environment,
+        # less what belongs to this shell or to the launcher itself.
+        passed = exported + [n for n in env if n not in exported and _exportable(n)]
         for name in passed:
             argv += ["-x", name]
-    argv += shlex.split(args.mpi_args)
+    argv += extra
     return argv + list(args.command), env
 
 

@@ -3,6 +3,7 @@ as in any Horovod script (docs/horovod.md). The collectives are matex's
 TensorFlow ops (eager and in tf.function), run by libmatexcomm's engine."""
 from ..common.basics import Basics as _Basics
 from ..common.exceptions import HorovodInternalError, HostsUpdatedInterrupt  # noqa: F401
+from ..common.refusals import NotServedModule as _NotServedModule
 from ..common.refusals import not_served as _not_served
 from .compression import Compression  # noqa: F401
 from .functions import (BroadcastGlobalVariablesHook, DistributedOptimizer,  # noqa: F401
@@ -36,3 +37,5 @@ def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="", 
 
 broadcast_object_fn = _not_served("horovod.tensorflow.broadcast_object_fn",
                                   "TF1 sessions' object broadcast; call hvd.broadcast_object eagerly")
+
+elastic = _NotServedModule("horovod.tensorflow.elastic", "elastic training is not served")

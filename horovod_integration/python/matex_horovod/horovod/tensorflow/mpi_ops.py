@@ -6,6 +6,7 @@ rank's tensor and keeps the rows sent to this rank (N times the traffic of a
 native all-to-all); reduce-scatter allreduces and keeps this rank's rows
 (twice the traffic). docs/horovod.md lists these costs.
 """
+import numpy as np
 import tensorflow as tf
 
 from ..common import objects, process_sets
@@ -39,7 +40,7 @@ def _scoped(name, ignore_name_scope):
 def _check_root(root_rank, who):
     _require(who)
     size = runtime.size
-    if not isinstance(root_rank, int) or isinstance(root_rank, bool) or not 0 <= root_rank < size:
+    if not _ops.is_rank(root_rank, size):
         raise ValueError(f"horovod.tensorflow.{who}: root_rank={root_rank!r} is not a rank of this job "
                          f"(0..{size - 1})")
 
@@ -108,7 +109,25 @@ def allgather(tensor, name=None, ignore_name_scope=False, process_set=process_se
     tensor = tf.convert_to_tensor(tensor)
     if tensor.shape.rank == 0:
         raise ValueError("horovod.tensorflow.allgather: the tensor needs at least one dimension (it is a scalar)")
-    return _collectives().allgather(tensor, name=_scoped(name, ignore_name_scope))
+    name = _scoped(name, ignore_name_scope)
+    if not tensor.dtype.is_floating:
+        return _collectives().allgather(tensor, name=name)
+
+    @tf.custom_gradient
+    def gather(x):
+        def grad(dy):
+            # Horovod 0.28's allgather gradient: this rank's rows of the gradient averaged across ranks.
+            averaged = _collectives().allreduce(dy, op="average", name=_derived(name, "grad"))
+            rows = tf.shape(x, out_type=tf.int64)[:1]
+            counts = tf.reshape(_collectives().allgather(rows, name=_derived(name, "grad.rows")), [-1])
+            start = tf.reduce_sum(counts[:runtime.rank])
+            return averaged[start:start + rows[0]]
+        return _collectives().allgather(x, name=name), grad
+    return gather(tensor)
+
+
+def _derived(name, suffix):
+    return None if name is None else f"{name}.{suffix}"
 
 
 def grouped_allgather(tensors, name=None, ignore_name_scope=False, process_set=process_sets.global_process_set):
@@ -120,7 +139,18 @@ def broadcast(tensor, root_rank, name=None, ignore_name_scope=False, process_set
     """root_rank's tensor, on every rank."""
     process_sets.check(process_set, "broadcast")
     _check_root(root_rank, "broadcast")
-    return _collectives().broadcast(tensor, root_rank=root_rank, name=_scoped(name, ignore_name_scope))
+    root, name, tensor = int(root_rank), _scoped(name, ignore_name_scope), tf.convert_to_tensor(tensor)
+    if not tensor.dtype.is_floating:
+        return _collectives().broadcast(tensor, root_rank=root, name=name)
+
+    @tf.custom_gradient
+    def from_root(x):
+        def grad(dy):
+            # Horovod 0.28's broadcast gradient: the gradient averaged across ranks, on the root only.
+            averaged = _collectives().allreduce(dy, op="average", name=_derived(name, "grad"))
+            return averaged if runtime.rank == root else tf.zeros_like(averaged)
+        return _collectives().broadcast(x, root_rank=root, name=name), grad
+    return from_root(tensor)
 
 
 def broadcast_(variables, root_rank, name=None, process_set=process_sets.global_process_set):
@@ -144,7 +174,7 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False, process_se
     given, how many came from each rank."""
     process_sets.check(process_set, "alltoall")
     _require("alltoall")
-    size, rank = runtime.size, runtime.rank
+    size = runtime.size
     tensor = tf.convert_to_tensor(tensor)
     if tensor.shape.rank == 0:
         raise ValueError("horovod.tensorflow.alltoall: the tensor needs at least one dimension")
@@ -157,15 +187,37 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False, process_se
         "horovod.tensorflow.alltoall: splits must sum to dimension 0 of the tensor"))
     tf.debugging.assert_non_negative(counts, message="horovod.tensorflow.alltoall: splits must be >= 0")
     name = _scoped(name, ignore_name_scope)
-    everyone = _collectives().allgather(tf.reshape(counts, [1, size]), name=None if name is None else f"{name}.splits")
-    gathered = _collectives().allgather(tensor, name=None if name is None else f"{name}.rows")
+    if tensor.dtype.is_floating:
+        output, received = _alltoall_with_grad(tensor, counts, name)
+    else:
+        output, received = _exchange(tensor, counts, name)
+    return (output, received) if given else output
+
+
+def _exchange(tensor, counts, name):
+    """(the rows this rank receives, in rank order; how many from each rank)."""
+    size, rank = runtime.size, runtime.rank
+    everyone = _collectives().allgather(tf.reshape(counts, [1, size]), name=_derived(name, "splits"))
+    gathered = _collectives().allgather(tensor, name=_derived(name, "rows"))
     sender_rows = tf.reduce_sum(everyone, axis=1)
     sender_start = tf.cumsum(sender_rows, exclusive=True)
     starts = sender_start + tf.reduce_sum(everyone[:, :rank], axis=1)
     received = everyone[:, rank]
     picks = tf.ragged.range(starts, starts + received).flat_values
-    output = tf.gather(gathered, picks)
-    return (output, received) if given else output
+    return tf.gather(gathered, picks), received
+
+
+def _alltoall_with_grad(tensor, counts, name):
+    @tf.custom_gradient
+    def exchange(x):
+        output, received = _exchange(x, counts, name)
+
+        def grad(dy, _):
+            # The rows go back where they came from (Horovod's alltoall gradient).
+            returned, _ = _exchange(dy, received, _derived(name, "grad"))
+            return returned
+        return (output, received), grad
+    return exchange(tensor)
 
 
 def reducescatter(tensor, device_dense="", compression=Compression.none, op=Average, name=None,
@@ -178,15 +230,30 @@ def reducescatter(tensor, device_dense="", compression=Compression.none, op=Aver
     tensor = tf.convert_to_tensor(tensor)
     if tensor.shape.rank == 0:
         raise ValueError("horovod.tensorflow.reducescatter: the tensor needs at least one dimension")
-    full = allreduce(tensor, compression=compression, op=op, prescale_factor=prescale_factor,
-                     postscale_factor=postscale_factor, name=None if name is None else f"{name}.reducescatter",
-                     ignore_name_scope=ignore_name_scope)
     size, rank = runtime.size, runtime.rank
-    rows = tf.shape(full)[0]
-    base, extra = rows // size, rows % size
-    start = rank * base + tf.minimum(rank, extra)
-    count = base + tf.cast(rank < extra, base.dtype)
-    return full[start:start + count]
+    summed = _ops.resolve(op, None, "reducescatter") == "sum"
+    name = None if name is None else f"{name}.reducescatter"
+
+    def scatter(x):
+        full = allreduce(x, compression=compression, op=op, prescale_factor=prescale_factor,
+                         postscale_factor=postscale_factor, name=name, ignore_name_scope=ignore_name_scope)
+        rows = tf.shape(full)[0]
+        base, extra = rows // size, rows % size
+        start = rank * base + tf.minimum(rank, extra)
+        count = base + tf.cast(rank < extra, base.dtype)
+        return full[start:start + count]
+
+    if not tensor.dtype.is_floating:
+        return scatter(tensor)
+
+    @tf.custom_gradient
+    def scatter_with_grad(x):
+        def grad(dy):
+            # Horovod 0.28's reduce-scatter gradient: every rank's gradient gathered, times the ranks for Sum.
+            gathered = _collectives().allgather(dy, name=_derived(name, "grad"))
+            return gathered * tf.cast(size, gathered.dtype) if summed else gathered
+        return scatter(x), grad
+    return scatter_with_grad(tensor)
 
 
 def grouped_reducescatter(tensors, device_dense="", compression=Compression.none, op=Average,
@@ -207,7 +274,7 @@ def join():
     import time
     _eager("join")
     _require("join")
-    stamps = [row[0] for row in runtime.gather_ints([time.time_ns()])]
+    stamps = [row[0] for row in runtime.gather_ints([time.time_ns()], "join")]
     return tf.constant(max(range(len(stamps)), key=lambda r: (stamps[r], r)), tf.int32)
 
 
@@ -216,18 +283,19 @@ def barrier(process_set=process_sets.global_process_set):
     process_sets.check(process_set, "barrier")
     _eager("barrier")
     _require("barrier")
-    runtime.gather_ints([0])
+    runtime.gather_ints([0], "barrier")
 
 
 def _broadcast_bytes(payload, root_rank):
     length = broadcast(tf.constant([len(payload)], tf.int64), root_rank).numpy()[0]
-    data = tf.constant(list(payload), tf.uint8) if runtime.rank == root_rank else tf.zeros([length], tf.uint8)
+    data = (tf.constant(np.frombuffer(payload, np.uint8)) if runtime.rank == root_rank
+            else tf.zeros([length], tf.uint8))
     return broadcast(data, root_rank).numpy().tobytes()
 
 
 def _allgather_bytes(payload):
     lengths = allgather(tf.constant([len(payload)], tf.int64)).numpy().tolist()
-    everything = allgather(tf.constant(list(payload), tf.uint8, shape=[len(payload)])).numpy().tobytes()
+    everything = allgather(tf.constant(np.frombuffer(payload, np.uint8), shape=[len(payload)])).numpy().tobytes()
     parts, start = [], 0
     for length in lengths:
         parts.append(everything[start:start + length])

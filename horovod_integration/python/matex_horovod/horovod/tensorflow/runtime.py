@@ -13,8 +13,30 @@ class TensorFlowRuntime:
         return _runtime.is_initialized()
 
     def start(self):
-        from matex import _runtime
+        """Starts matex's TensorFlow runtime, as MATEX_ENABLE's activation
+        would, without its patches of the script: an uncaught exception on a
+        rank ends the job, and a tf.function or Keras step compiled with XLA
+        where XLA cannot lower matex's ops (a GPU) runs without XLA, with a
+        warning, instead of failing."""
+        import tensorflow as tf
+        from matex import _activation, _patching, _runtime, _xla_fallback
         _runtime.init()
+        _activation.abort_on_uncaught_exceptions()
+        if not _runtime.xla_lowers_collectives():
+            tf.config.optimizer.set_jit(False)
+        _xla_fallback.apply_all(_patching.patch)
+
+    @staticmethod
+    def conflict():
+        from matex import _activation
+        if _activation.active():
+            return ("MATEX_ENABLE=1 has already made this TensorFlow script data-parallel (it shards the "
+                    "input and averages the gradients itself), and a Horovod script does both again: unset "
+                    "MATEX_ENABLE and keep MATEX_HOROVOD=1")
+        return None
+
+    def learn_topology(self):
+        from matex import _runtime
         native = _runtime.native()
         values = [ctypes.c_int() for _ in range(4)]
         if native.matex_tf_topology(*[ctypes.byref(v) for v in values]) != 0:
@@ -40,10 +62,13 @@ class TensorFlowRuntime:
     node_index = property(lambda self: self._topology[2])
 
     @staticmethod
-    def gather_ints(values):
+    def gather_ints(values, purpose):
+        """Every rank's values, in rank order (named as common/engine.py's gather_ints names them)."""
         import tensorflow as tf
         from matex import _collectives
-        rows = _collectives.allgather(tf.constant([list(values)], tf.int64), name=f"horovod.gather_ints.{len(values)}")
+
+        from ..common.engine import purpose_name
+        rows = _collectives.allgather(tf.constant([list(values)], tf.int64), name=purpose_name(purpose))
         return rows.numpy().tolist()
 
     @staticmethod

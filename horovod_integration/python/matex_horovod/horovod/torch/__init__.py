@@ -4,6 +4,7 @@ CPU tensors in place, CUDA tensors staged through host memory."""
 from ..common.basics import Basics as _Basics
 from ..common.engine import engine as _engine
 from ..common.exceptions import HorovodInternalError, HostsUpdatedInterrupt  # noqa: F401
+from ..common.refusals import NotServedModule as _NotServedModule
 from ..common.refusals import not_served as _not_served
 from .compression import Compression  # noqa: F401
 from .functions import broadcast_optimizer_state, broadcast_parameters  # noqa: F401
@@ -19,14 +20,6 @@ from .sync_batch_norm import SyncBatchNorm  # noqa: F401
 _basics = _Basics(_engine, "torch")
 globals().update(_basics.exported())
 
-elastic = None  # `hvd.elastic.run` and friends: refused below when touched
+elastic = _NotServedModule("horovod.torch.elastic", "elastic training is not served")
 run = _not_served("horovod.torch.run", "elastic and programmatic launch are not served; start the job with "
                   "horovodrun or mpirun")
-
-
-class _Elastic:
-    def __getattr__(self, name):
-        _not_served(f"horovod.torch.elastic.{name}", "elastic training is not served")()
-
-
-elastic = _Elastic()

@@ -100,11 +100,14 @@ def synchronize(handle):
     pending = _handles.pop(handle, None)
     if pending is None:
         raise ValueError(f"horovod.torch.synchronize: unknown handle {handle!r} (already synchronized?)")
-    try:
-        for request in pending.requests:
+    first_error = None
+    for request in pending.requests:  # every one, even after a failure: the engine may still write buffers
+        try:
             request.wait()
-    except HorovodInternalError:
-        raise
+        except HorovodInternalError as error:
+            first_error = first_error or error
+    if first_error is not None:
+        raise first_error
     return pending.finish()
 
 
@@ -267,11 +270,11 @@ class _AllgatherFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        # Every rank's slice of the summed gradients, as Horovod's allgather gradient.
-        summed = synchronize(allreduce_async(grad.contiguous(), op=Sum))
-        counts = engine.gather_ints([ctx.rows])
+        # This rank's rows of the gradient averaged across ranks, as Horovod 0.28's allgather gradient.
+        averaged = synchronize(allreduce_async(grad.contiguous(), op=Average))
+        counts = engine.gather_ints([ctx.rows], "allgather_backward")
         start = sum(c[0] for c in counts[:engine.rank])
-        return summed[start:start + ctx.rows], None, None
+        return averaged[start:start + ctx.rows], None, None
 
 
 def grouped_allgather(tensors, name=None, process_set=process_sets.global_process_set):
@@ -311,15 +314,16 @@ class _BroadcastFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        summed = synchronize(allreduce_async(grad.contiguous(), op=Sum))
+        # The gradient averaged across ranks, on root_rank only (Horovod 0.28's broadcast gradient).
+        averaged = synchronize(allreduce_async(grad.contiguous(), op=Average))
         if engine.rank != ctx.root_rank:
-            summed = summed * 0
-        return summed, None, None, None
+            averaged = averaged * 0
+        return averaged, None, None, None
 
 
 def _check_root(root_rank, who):
     engine.require(who)
-    if not isinstance(root_rank, int) or isinstance(root_rank, bool) or not 0 <= root_rank < engine.size:
+    if not _ops.is_rank(root_rank, engine.size):
         raise ValueError(f"horovod.torch.{who}: root_rank={root_rank!r} is not a rank of this job "
                          f"(0..{engine.size - 1})")
 
@@ -333,24 +337,23 @@ def _row_elements(tensor):
     return count
 
 
-def alltoall_async(tensor, splits=None, name=None, process_set=process_sets.global_process_set):
-    process_sets.check(process_set, "alltoall")
-    dtype = _dtype(tensor, "alltoall")
-    engine.require("alltoall")
+def _alltoall(tensor, splits, who):
+    """(rows received, in rank order; int32 counts received from each rank). Blocking."""
+    dtype = _dtype(tensor, who)
+    engine.require(who)
     size = engine.size
     if tensor.dim() == 0:
-        raise ValueError("horovod.torch.alltoall: the tensor needs at least one dimension")
+        raise ValueError(f"horovod.torch.{who}: the tensor needs at least one dimension")
     rows = tensor.shape[0]
-    given = splits is not None
     if splits is None:
         if rows % size:
-            raise ValueError(f"horovod.torch.alltoall: without splits, dimension 0 ({rows}) must be a multiple of "
+            raise ValueError(f"horovod.torch.{who}: without splits, dimension 0 ({rows}) must be a multiple of "
                              f"the number of ranks ({size})")
         splits = [rows // size] * size
     else:
         splits = [int(s) for s in (splits.tolist() if isinstance(splits, torch.Tensor) else splits)]
         if len(splits) != size or any(s < 0 for s in splits) or sum(splits) != rows:
-            raise ValueError(f"horovod.torch.alltoall: splits {splits} must hold {size} non-negative counts "
+            raise ValueError(f"horovod.torch.{who}: splits {splits} must hold {size} non-negative counts "
                              f"that sum to dimension 0 ({rows})")
     received = torch.zeros(size, dtype=torch.int64)
     sent = torch.tensor(splits, dtype=torch.int64)
@@ -360,15 +363,37 @@ def alltoall_async(tensor, splits=None, name=None, process_set=process_sets.glob
     output = torch.empty((int(received.sum()),) + tuple(tensor.shape[1:]), dtype=tensor.dtype)
     engine.alltoallv(host.host.data_ptr(), [s * per_row for s in splits], output.data_ptr(),
                      [int(r) * per_row for r in received], dtype)
-    output = output.to(tensor.device)
-    return _register([], (lambda: (output, received)) if given else (lambda: output))
+    return output.to(tensor.device), received.to(torch.int32)  # Horovod's dtype for the received splits
+
+
+def alltoall_async(tensor, splits=None, name=None, process_set=process_sets.global_process_set):
+    process_sets.check(process_set, "alltoall")
+    output, received = _alltoall(tensor, splits, "alltoall_async")
+    return _register([], (lambda: (output, received)) if splits is not None else (lambda: output))
 
 
 def alltoall(tensor, splits=None, name=None, process_set=process_sets.global_process_set):
     """Rank r sends splits[j] rows of tensor to rank j (an even split by
     default). Returns the received rows in rank order and, when splits was
-    given, how many came from each rank."""
-    return synchronize(alltoall_async(tensor, splits, name, process_set))
+    given, how many came from each rank. Differentiable, as in Horovod."""
+    process_sets.check(process_set, "alltoall")
+    output, received = _AlltoallFunction.apply(tensor, splits)
+    return output if splits is None else (output, received)
+
+
+class _AlltoallFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, splits):
+        output, received = _alltoall(tensor, splits, "alltoall")
+        ctx.received = received
+        ctx.mark_non_differentiable(received)
+        return output, received
+
+    @staticmethod
+    def backward(ctx, grad, _):
+        # The rows go back where they came from: an all-to-all of the gradient with the received splits.
+        returned, _ = _alltoall(grad.contiguous(), ctx.received, "alltoall")
+        return returned, None
 
 
 def reducescatter_async(tensor, name=None, op=Average, process_set=process_sets.global_process_set,
@@ -387,6 +412,19 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=process_sets.
     return _register([], lambda: mine)
 
 
+class _ReducescatterFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name, op, process_set, prescale_factor, postscale_factor):
+        ctx.sum = _ops.resolve(op, None, "reducescatter") == "sum"
+        return synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor, postscale_factor))
+
+    @staticmethod
+    def backward(ctx, grad):
+        # Horovod 0.28's reduce-scatter gradient: every rank's gradient gathered, times the ranks for Sum.
+        gathered = synchronize(allgather_async(grad.contiguous()))
+        return (gathered * engine.size if ctx.sum else gathered), None, None, None, None, None
+
+
 def reducescatter(tensor, name=None, compression=None, op=Average, process_set=process_sets.global_process_set,
                   prescale_factor=1.0, postscale_factor=1.0):
     """This rank's rows of the reduction across ranks: dimension 0 split as
@@ -394,7 +432,7 @@ def reducescatter(tensor, name=None, compression=None, op=Average, process_set=p
     from .compression import Compression
     compression = compression or Compression.none
     compressed, context = compression.compress(tensor)
-    result = synchronize(reducescatter_async(compressed, name, op, process_set, prescale_factor, postscale_factor))
+    result = _ReducescatterFunction.apply(compressed, name, op, process_set, prescale_factor, postscale_factor)
     return compression.decompress(result, context)
 
 
@@ -418,7 +456,7 @@ def join(device=-1):
     completed with zeros as in Horovod (docs/horovod.md)."""
     import time
     engine.require("join")
-    stamps = engine.gather_ints([time.time_ns()])
+    stamps = engine.gather_ints([time.time_ns()], "join")
     arrivals = [stamp[0] for stamp in stamps]  # wall clocks: hosts agree as far as NTP does; ties go to the rank
     return max(range(len(arrivals)), key=lambda r: (arrivals[r], r))
 

@@ -5,6 +5,7 @@ import numpy as _np
 
 from ... import _keras as _impl
 from ...common import process_sets as _process_sets
+from ...common.refusals import NotServedModule as _NotServedModule
 from ...common import reduce_ops as _ops
 from .. import _basics, broadcast_global_variables  # noqa: F401
 from ..mpi_ops import allgather_object, barrier, broadcast_object, join  # noqa: F401
@@ -62,6 +63,12 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None, compressio
         objects.setdefault(optimizer_class.__name__, optimizer_class)
     model = _keras_module.models.load_model(filepath, custom_objects=objects or None)
     saved = getattr(model, "optimizer", None)
+    if saved is not None and (saved.get_config().get("gradient_accumulation_steps") or 1) > 1:
+        from ...common.refusals import refuse
+        refuse("load_model of a model whose optimizer accumulates gradients (backward_passes_per_step > 1)",
+               "whether the saved job summed or averaged the passes is not saved; load the model with "
+               "keras.models.load_model(..., compile=False) and compile it with hvd.DistributedOptimizer("
+               "..., backward_passes_per_step=N) again")
     if saved is not None:
         distributed = DistributedOptimizer(saved, compression=compression)
         if saved.built:
@@ -70,3 +77,6 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None, compressio
                 mine.assign(theirs)
         model.optimizer = distributed
     return model
+
+
+elastic = _NotServedModule("horovod.tensorflow.keras.elastic", "elastic training is not served")
