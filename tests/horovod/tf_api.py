@@ -147,6 +147,7 @@ received, received_splits = hvd.alltoall(mine, splits=splits)
 check_equal(received, np.concatenate([rows_input(r, (r + rank) % 3, 2, salt=10 * rank) for r in everyone]),
             "alltoall with splits")
 check_equal(received_splits, [(r + rank) % 3 for r in everyone], "alltoall received splits")
+assert received_splits.dtype == tf.int32, received_splits.dtype
 if size > 1:
     expect_error(lambda: hvd.alltoall(c(np.zeros((size + 1, 2)))), "multiple of the number of ranks")
 expect_error(lambda: hvd.alltoall(mine, splits=[1] * (size + 1)), "splits")

@@ -368,8 +368,8 @@ def _make_compile(original):
             return original(*bound.args, **bound.kwargs)  # XLA:CPU compiles the steps with matex's ops in them
         if bound.arguments.get("jit_compile") is True:
             import warnings
-            warnings.warn("matex: compile(jit_compile=True) runs without XLA under MATEX_ENABLE=1: matex's "
-                          "collectives have no XLA lowering for this device or build (docs/tensorflow.md)")
+            warnings.warn("matex: compile(jit_compile=True) runs without XLA: matex's collectives have no XLA "
+                          "lowering for this device or build (docs/tensorflow.md)")
         bound.arguments["jit_compile"] = False
         return original(*bound.args, **bound.kwargs)
     return compile

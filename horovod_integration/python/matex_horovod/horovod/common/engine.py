@@ -75,16 +75,10 @@ class Request:
             pass
 
 
-_purposes = {}
-_purposes_lock = threading.Lock()
-
-
 def purpose_name(purpose):
-    """horovod.<purpose>.<n>: the n-th internal collective of this purpose on this rank."""
-    with _purposes_lock:
-        count = _purposes.get(purpose, 0)
-        _purposes[purpose] = count + 1
-    return f"horovod.{purpose}.{count}"
+    """horovod.<purpose>: one name per purpose, reused call after call (the
+    engine caches agreed names; a name may be submitted again once done)."""
+    return f"horovod.{purpose}"
 
 
 class Engine:
@@ -131,7 +125,9 @@ class Engine:
             self.check(lib.matex_engine_create(self._comm, ctypes.byref(self._engine)), "starting the engine")
             self.started = True
             atexit.register(self.shutdown)
-            _end_job_on_uncaught_exceptions(self)
+            import sys
+            if self.size > 1 and not hasattr(sys, "ps1"):  # a job of several ranks, not an interactive session
+                _end_job_on_uncaught_exceptions(self)
 
     def learn_topology(self):
         pass  # start() read it
@@ -216,8 +212,8 @@ class Engine:
 
     def gather_ints(self, values, purpose):
         """Every rank's list of len(values) integers (the same length everywhere), in rank order. The
-        tensor is named after the purpose and its count of calls, so that ranks out of step (one in
-        join, another in barrier) fail, naming both, instead of matching each other."""
+        tensor is named after the purpose, so that ranks out of step (one in join, another in
+        barrier) fail after the stall limit, naming the tensor, instead of matching each other."""
         k = len(values)
         send = (ctypes.c_int64 * k)(*values)
         request = self.submit(purpose_name(purpose), ALLGATHER, ctypes.addressof(send), None, 1, "int64",
@@ -241,22 +237,26 @@ class Engine:
 def _end_job_on_uncaught_exceptions(engine):
     """An exception that ends the script on one rank ends the job: the rank
     exits at once, without the collective shutdown the others would never
-    join, and the MPI launcher then stops every rank (as it does for a rank
-    that exits without MPI_Finalize). Else the other ranks would wait for its
-    tensors until the stall limit."""
+    join, and the MPI launcher then stops every rank (as mpirun does for a
+    rank that exits without MPI_Finalize; srun needs --kill-on-bad-exit).
+    Else the other ranks would wait for its tensors until the stall limit.
+    Python's atexit handlers do not run on that rank."""
     import os
     import sys
     previous = sys.excepthook
 
     def hook(kind, value, traceback):
         previous(kind, value, traceback)
-        if kind is KeyboardInterrupt:
+        if kind is KeyboardInterrupt or not engine.started:
             return
         engine.crashed = True
         sys.stderr.write(f"horovod (served by matex): rank {engine.rank} ends the job after an uncaught "
                          f"{kind.__name__}\n")
-        sys.stderr.flush()
-        sys.stdout.flush()
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            try:
+                stream.flush()
+            except Exception:  # a closed or replaced stream
+                pass
         os._exit(1)
 
     sys.excepthook = hook

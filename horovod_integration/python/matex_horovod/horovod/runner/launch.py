@@ -138,9 +138,10 @@ def command(args, environ):
     if open_mpi:
         # As Horovod's horovodrun: no binding (the frameworks run thread pools), ranks placed slot by slot,
         # unless --mpi-args says otherwise.
-        if not any(a.lstrip("-") in ("bind-to", "bind_to") for a in extra):
+        given = {a.lstrip("-").split("=", 1)[0].replace("_", "-") for a in extra if a.startswith("-")}
+        if not given & {"bind-to", "cpu-set", "cpu-list"}:
             argv += ["--bind-to", "none"]
-        if not any(a.lstrip("-") in ("map-by", "map_by", "npernode", "ppr") for a in extra):
+        if not given & {"map-by", "npernode", "N", "ppr", "pernode", "rankfile", "rf"}:
             argv += ["--map-by", "slot"]
         # Open MPI sends the ranks on other hosts only what -x names: as Horovod does, the whole environment,
         # less what belongs to this shell or to the launcher itself.

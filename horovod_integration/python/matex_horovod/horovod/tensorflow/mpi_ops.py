@@ -204,7 +204,7 @@ def _exchange(tensor, counts, name):
     starts = sender_start + tf.reduce_sum(everyone[:, :rank], axis=1)
     received = everyone[:, rank]
     picks = tf.ragged.range(starts, starts + received).flat_values
-    return tf.gather(gathered, picks), received
+    return tf.gather(gathered, picks), tf.cast(received, tf.int32)  # Horovod's dtype for the received splits
 
 
 def _alltoall_with_grad(tensor, counts, name):
@@ -232,11 +232,11 @@ def reducescatter(tensor, device_dense="", compression=Compression.none, op=Aver
         raise ValueError("horovod.tensorflow.reducescatter: the tensor needs at least one dimension")
     size, rank = runtime.size, runtime.rank
     summed = _ops.resolve(op, None, "reducescatter") == "sum"
-    name = None if name is None else f"{name}.reducescatter"
+    name = _scoped(None if name is None else f"{name}.reducescatter", ignore_name_scope)
 
     def scatter(x):
         full = allreduce(x, compression=compression, op=op, prescale_factor=prescale_factor,
-                         postscale_factor=postscale_factor, name=name, ignore_name_scope=ignore_name_scope)
+                         postscale_factor=postscale_factor, name=name, ignore_name_scope=True)
         rows = tf.shape(full)[0]
         base, extra = rows // size, rows % size
         start = rank * base + tf.minimum(rank, extra)

@@ -1,6 +1,7 @@
 """matex's TensorFlow runtime (the op library's communicator and engine,
 matex/_runtime.py) in the shape common/basics.py expects."""
 import ctypes
+import sys
 
 
 class TensorFlowRuntime:
@@ -15,16 +16,22 @@ class TensorFlowRuntime:
     def start(self):
         """Starts matex's TensorFlow runtime, as MATEX_ENABLE's activation
         would, without its patches of the script: an uncaught exception on a
-        rank ends the job, and a tf.function or Keras step compiled with XLA
-        where XLA cannot lower matex's ops (a GPU) runs without XLA, with a
-        warning, instead of failing."""
+        rank ends the job (in a job of several ranks, not in an interactive
+        session), and a tf.function or Keras step compiled with XLA where XLA
+        cannot lower matex's ops (a GPU) runs without XLA, with a warning,
+        instead of failing."""
         import tensorflow as tf
-        from matex import _activation, _patching, _runtime, _xla_fallback
+        from keras.src.trainers import trainer as base_trainer
+        from matex import _activation, _keras_patches, _patching, _runtime, _xla_fallback
         _runtime.init()
-        _activation.abort_on_uncaught_exceptions()
+        if _runtime.size() > 1 and not hasattr(sys, "ps1"):
+            _activation.abort_on_uncaught_exceptions()
         if not _runtime.xla_lowers_collectives():
             tf.config.optimizer.set_jit(False)
         _xla_fallback.apply_all(_patching.patch)
+        # Keras compiles its step with XLA inside a plain tf.function on a GPU (jit_compile="auto"), where
+        # the fallback above cannot catch it: compile() turns XLA off there, as under MATEX_ENABLE=1.
+        _patching.patch(base_trainer.Trainer, "compile", _keras_patches._make_compile)
 
     @staticmethod
     def conflict():

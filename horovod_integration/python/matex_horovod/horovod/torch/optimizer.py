@@ -20,6 +20,7 @@ from ..common import reduce_ops as _ops
 from ..common.engine import engine
 from ..common.refusals import refuse
 from . import mpi_ops
+from ..common.compression import NoneCompressor
 from .compression import Compression
 
 # id(parameter) -> (parameter, the DistributedOptimizer whose hook submits its gradient), both weak
@@ -118,8 +119,8 @@ class _DistributedMixin:
                                  "backward_passes_per_step times before step(); raise backward_passes_per_step to "
                                  "accumulate more passes locally")
         delay = self._delay[key] - 1
-        self._delay[key] = delay
         if delay:
+            self._delay[key] = delay
             self._handles[key] = None  # accumulated locally; submitted on the last pass
             return
         grad = p.grad
@@ -132,6 +133,7 @@ class _DistributedMixin:
             self._handles[key] = (p, _Submitted(engine.submit_one(spec, (grad,)), grad), grad, None)
         else:
             self._handles[key] = (p,) + self._submit_many([p])[0]
+        self._delay[key] = 0  # only once submitted: a refused gradient leaves the count as it was
 
     def _submit_many(self, params):
         """Submits the gradients of params; returns (pending result, the tensor
@@ -160,8 +162,8 @@ class _DistributedMixin:
                                           mpi_ops._dtype(compressed, "DistributedOptimizer"),
                                           _ops.resolve(self._op), prescale, postscale)
                     self._specs[key] = spec
-                    if compressed is p.grad:  # no compression: the hook may take the lean path next time
-                        self._lean[id(p)] = (spec, compressed.dtype)
+                    if isinstance(self._compression, type) and issubclass(self._compression, NoneCompressor):
+                        self._lean[id(p)] = (spec, compressed.dtype)  # no compression: the hook's lean path
                 direct.append((index, spec, compressed, context))
             else:
                 handle = mpi_ops.allreduce_async_(compressed, name=f"grad.{self._names[p]}", op=self._op,
@@ -177,16 +179,33 @@ class _DistributedMixin:
         """Waits for every gradient's allreduce (submitting those whose hook
         has not fired, with zeros where a parameter got no gradient)."""
         if engine.size > 1:
-            missing = [p for p in self._names if p.requires_grad and self._handles.get(id(p)) is None]
-            if missing:  # their hooks did not fire (no backward, or gradients set by hand): one submission
-                for p, entry in zip(missing, self._submit_many(missing)):
-                    self._handles[id(p)] = (p,) + entry
-            for key, (p, pending, compressed, context) in self._handles.items():
-                output = pending.result()
-                self._delay[key] = self.backward_passes_per_step
-                if compressed is not p.grad:
-                    with torch.no_grad():
-                        p.grad.copy_(self._compression.decompress(output, context))
+            first_error = None
+            try:
+                missing = [p for p in self._names if p.requires_grad and self._handles.get(id(p)) is None]
+                try:  # their hooks did not fire (no backward, or gradients set by hand): one submission
+                    if missing:
+                        for p, entry in zip(missing, self._submit_many(missing)):
+                            self._handles[id(p)] = (p,) + entry
+                except Exception as error:  # still wait for what is in flight, below
+                    first_error = error
+                for key, entry in self._handles.items():
+                    if entry is None:
+                        continue
+                    p, pending, compressed, context = entry
+                    try:  # wait for every one, even after a failure: the engine may still write p.grad
+                        output = pending.result()
+                    except Exception as error:
+                        first_error = first_error or error
+                        continue
+                    if compressed is not p.grad:
+                        with torch.no_grad():
+                            p.grad.copy_(self._compression.decompress(output, context))
+            finally:
+                for key in self._delay:
+                    self._delay[key] = self.backward_passes_per_step
+                self._handles.clear()
+            if first_error is not None:
+                raise first_error
         self._handles.clear()
         self._synchronized = True
 

@@ -63,7 +63,8 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None, compressio
         objects.setdefault(optimizer_class.__name__, optimizer_class)
     model = _keras_module.models.load_model(filepath, custom_objects=objects or None)
     saved = getattr(model, "optimizer", None)
-    if saved is not None and (saved.get_config().get("gradient_accumulation_steps") or 1) > 1:
+    inner = getattr(saved, "inner_optimizer", saved)  # a LossScaleOptimizer's own optimizer
+    if saved is not None and (inner.get_config().get("gradient_accumulation_steps") or 1) > 1:
         from ...common.refusals import refuse
         refuse("load_model of a model whose optimizer accumulates gradients (backward_passes_per_step > 1)",
                "whether the saved job summed or averaged the passes is not saved; load the model with "
