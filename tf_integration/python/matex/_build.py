@@ -24,6 +24,12 @@ def facts():
         return {}
 
 
+def built_with_cuda(info=None):
+    """Whether this build has CUDA (the build facts' "cuda" flag: ON, 1, TRUE or YES)."""
+    flag = (facts() if info is None else info).get("cuda", "")
+    return str(flag).upper() in ("ON", "1", "TRUE", "YES")
+
+
 def release(version):
     """(2, 15, 0) of "2.15.0+cu132"; None if the text has no release number."""
     found = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version or "")

@@ -87,7 +87,7 @@ def _hardware(report, info):
         report.line("hwloc", f"used for the topology (hwloc {info.get('hwloc_version') or '?'})")
     else:
         report.line("hwloc", "not found at build time: the topology comes from /sys and the CPU affinity")
-    if not _yes(info.get("cuda")):
+    if not _build.built_with_cuda(info):
         report.line("CUDA / NCCL", "CPU path only (no CUDA toolkit with nvcc and nccl.h at build time)")
         return
     gpus = "no driver (libcuda.so.1 does not load)"

@@ -5,7 +5,7 @@ One communicator and one engine per process, started by hvd.init(). The
 engine matches tensors across ranks by name, fuses small allreduces and runs
 them on its own thread (docs/engine.md), which is Horovod's model: a call
 returns a request at once, and waiting on it releases the GIL (ctypes does).
-All-to-all, reduce-scatter and the barrier are blocking calls on the
+All-to-all and the barrier are blocking calls on the
 communicator, which is separate from the engine's own: they never wait on
 queued engine work, nor it on them.
 """
@@ -204,12 +204,6 @@ class Engine:
                                             ctypes.c_void_p(recv), sizes(*recvcounts), None, DTYPES[dtype]),
                    "alltoall")
 
-    def allreduce(self, send, recv, count, dtype, op):
-        """Blocking, on the communicator (not the engine)."""
-        self.require("allreduce")
-        self.check(self.lib.matex_allreduce(self._comm, ctypes.c_void_p(send), ctypes.c_void_p(recv),
-                                            ctypes.c_size_t(count), DTYPES[dtype], OPS[op]), "allreduce")
-
     def gather_ints(self, values, purpose):
         """Every rank's list of len(values) integers (the same length everywhere), in rank order. The
         tensor is named after the purpose, so that ranks out of step (one in join, another in
@@ -230,7 +224,7 @@ class Engine:
     def built_with_cuda(self):
         if self.lib is None:
             from matex import _build
-            return str(_build.facts().get("cuda", "")).lower() in ("1", "on", "true", "yes")
+            return _build.built_with_cuda()
         return self.lib.matex_built_with_cuda() == 1
 
 

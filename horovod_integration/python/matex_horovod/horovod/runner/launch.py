@@ -78,7 +78,7 @@ def check_build():
     facts = _build.facts()
     tf = os.path.exists(_libraries.OPS_LIBRARY)
     torch = _libraries.torch_extension_built()
-    cuda = str(facts.get("cuda", "")).lower() in ("1", "on", "true", "yes")
+    cuda = _build.built_with_cuda(facts)
     mark = lambda on: "[X]" if on else "[ ]"  # noqa: E731
     return "\n".join([
         f"Horovod v0.28.1 API, served by matex {facts.get('version', '?')}:", "",

@@ -81,7 +81,7 @@ class TensorFlowRuntime:
     @staticmethod
     def built_with_cuda():
         from matex import _build
-        return str(_build.facts().get("cuda", "")).lower() in ("1", "on", "true", "yes")
+        return _build.built_with_cuda()
 
 
 runtime = TensorFlowRuntime()

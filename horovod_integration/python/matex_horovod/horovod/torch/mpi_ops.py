@@ -140,14 +140,10 @@ def _allreduce_async_into(tensors, outputs, name, op, prescale_factor, postscale
     return requests, staged
 
 
-def _reduce_args(average, op, who):
-    return _ops.resolve(op, average, who)
-
-
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                      process_set=process_sets.global_process_set):
     """Reduces tensor across ranks in place (op Average by default); returns a handle."""
-    requests, staged = _allreduce_async_into([tensor], [tensor], name, _reduce_args(average, op, "allreduce_"),
+    requests, staged = _allreduce_async_into([tensor], [tensor], name, _ops.resolve(op, average, "allreduce_"),
                                              prescale_factor, postscale_factor, process_set, "allreduce_async_")
     return _register(requests, lambda: staged[0].finish())
 
@@ -156,7 +152,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
                     process_set=process_sets.global_process_set):
     """Like allreduce_async_, into a new tensor."""
     output = torch.empty_like(tensor)
-    requests, staged = _allreduce_async_into([tensor], [output], name, _reduce_args(average, op, "allreduce"),
+    requests, staged = _allreduce_async_into([tensor], [output], name, _ops.resolve(op, average, "allreduce"),
                                              prescale_factor, postscale_factor, process_set, "allreduce_async")
     return _register(requests, lambda: staged[0].finish())
 
@@ -196,7 +192,7 @@ class _AllreduceFunction(torch.autograd.Function):
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                              process_set=process_sets.global_process_set):
     requests, staged = _allreduce_async_into(list(tensors), list(tensors), name,
-                                             _reduce_args(average, op, "grouped_allreduce_"), prescale_factor,
+                                             _ops.resolve(op, average, "grouped_allreduce_"), prescale_factor,
                                              postscale_factor, process_set, "grouped_allreduce_async_")
     return _register(requests, lambda: [s.finish() for s in staged])
 
@@ -205,7 +201,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
                             process_set=process_sets.global_process_set):
     outputs = [torch.empty_like(t) for t in tensors]
     requests, staged = _allreduce_async_into(list(tensors), outputs, name,
-                                             _reduce_args(average, op, "grouped_allreduce"), prescale_factor,
+                                             _ops.resolve(op, average, "grouped_allreduce"), prescale_factor,
                                              postscale_factor, process_set, "grouped_allreduce_async")
     return _register(requests, lambda: [s.finish() for s in staged])
 
