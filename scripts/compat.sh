@@ -111,11 +111,11 @@ print(", ".join(out))' 2>/dev/null)
   if [[ $verdict == PASS ]]; then
     if env "$switch=1" "$venv/bin/python" -m pip install -v "$REPO" > "$dir/pip.log" 2>&1; then
       steps+=("pip install ok ($((SECONDS - started)) s)")
-    elif tr -s '\n ' '  ' < "$dir/pip.log" | grep -q "is outside the supported range"; then
+    elif grep -q "is outside the supported range" <<<"$(tr -s '\n ' '  ' < "$dir/pip.log")"; then
       # Outside the declared range: the install must skip it saying why, and MATEX_ENABLE=1 must refuse it.
       # (CMake wraps the message's lines: read the log as one line.)
       verdict="refused, as declared"
-      reason=$(tr -s '\n ' '  ' < "$dir/pip.log" | grep -o "[A-Za-z]* [0-9][^ ]* (found by [^)]*) is outside the supported range, [0-9.]* to below [0-9.]*" | head -1 | sed 's/ (found by [^)]*)//')
+      reason=$(tr -s '\n ' '  ' < "$dir/pip.log" | grep -o "[A-Za-z]* [0-9][^ ]* (found by [^)]*) is outside the supported range, [0-9.]* to below [0-9.]*" | sed -n 1p | sed 's/ (found by [^)]*)//')
       steps+=("$switch=1 install stops: ${reason:-see pip.log}")
       if env "$switch=auto" "$venv/bin/python" -m pip install -q "$REPO" >> "$log" 2>&1; then
         cd "$dir"
@@ -128,7 +128,7 @@ d.init_process_group("gloo", rank=0, world_size=1, store=d.HashStore())')
         if "${probe[@]}" > refusal.txt 2>&1; then
           steps+=("MATEX_ENABLE=1 did NOT refuse it"); verdict=FAIL
         elif grep -q "cannot run here" refusal.txt; then
-          steps+=("MATEX_ENABLE=1 stops: $(grep -o 'cannot run here: .* [0-9.]* to below [0-9.]*' refusal.txt | head -1)")
+          steps+=("MATEX_ENABLE=1 stops: $(grep -o 'cannot run here: .* [0-9.]* to below [0-9.]*' refusal.txt | sed -n 1p)")
         else
           steps+=("MATEX_ENABLE=1 failed without the message"); verdict=FAIL
         fi

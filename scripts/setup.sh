@@ -10,7 +10,7 @@ MATEX_APT_PACKAGES=(cmake g++ make pkg-config openmpi-bin libopenmpi-dev libhwlo
 
 missing=()
 for package in "${MATEX_APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+  [[ $(dpkg-query -W -f='${Status}' "$package" 2>/dev/null) == *"install ok installed"* ]] || missing+=("$package")
 done
 if ((${#missing[@]} > 0)); then
   echo "setup: installing ${missing[*]}"

@@ -126,7 +126,7 @@ ge() { isnum "$1" && awk -v v="$1" -v t="$2" 'BEGIN { exit !(v + 0 >= t + 0) }';
 # want_step <name>: whether MATEX_GPU_CHECK_STEPS runs that step.
 want_step() { [[ "$STEPS" == all || " $STEPS " == *" $1 "* ]]; }
 # kv <line> <key>: the value of key=value in a line of such pairs.
-kv() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p" | head -1; }
+kv() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p" | sed -n 1p; }
 
 EXIT_STATUS=""
 finish() {
@@ -211,9 +211,9 @@ else
     else
       # ninja: "FAILED: <output>"; make: "make[2]: *** [<dir>/build.make:NN: <output>] Error 1"
       failed=$(grep -E '^FAILED: ' "$WORK/build.log" | sed -E 's/^FAILED: (\[code=[0-9]+\] )?//' |
-               awk '{print $1}' | sed "s#^$BUILD_DIR/##" | sort -u | head -8 | tr '\n' ' ' | sed 's/ $//')
+               awk '{print $1}' | sed "s#^$BUILD_DIR/##" | sort -u | sed -n 1,8p | tr '\n' ' ' | sed 's/ $//')
       [[ -z "$failed" ]] && failed=$(grep -oE '\*\*\* \[[^]]*: [^]]*\]' "$WORK/build.log" | sed -E 's/.*: ([^]]*)\]/\1/' |
-                                     sort -u | head -8 | tr '\n' ' ')
+                                     sort -u | sed -n 1,8p | tr '\n' ' ')
       build_detail="build failed (exit $rc$(rc_note "$rc")); failed: ${failed:-see the log}"
     fi
   fi
@@ -262,7 +262,7 @@ run_ctest() {
   total=$(grep -cE 'Test +#[0-9]+: ' "$out")
   failed=$((total - passed - skipped))
   failed_names=$(grep -E 'Test +#[0-9]+: ' "$out" | grep -vE ' Passed +[0-9.]+ sec|\*\*\*Skipped' |
-                 sed -E 's/.*Test +#[0-9]+: ([^ ]+) .*/\1/' | head -6 | tr '\n' ' ')
+                 sed -E 's/.*Test +#[0-9]+: ([^ ]+) .*/\1/' | sed -n 1,6p | tr '\n' ' ')
   local detail="passed $passed, failed $failed, skipped $skipped"
   (( failed )) && detail+=" (${failed_names% })"
   detail+=$(rc_note "$rc")

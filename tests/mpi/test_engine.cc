@@ -830,44 +830,80 @@ class StderrCapture {
   int saved_ = -1;
 };
 
+// The ranks a stall message lists: the comma-separated numbers after "rank(s) ".
+std::vector<int> ranks_named(const std::string& message) {
+  std::vector<int> ranks;
+  const size_t at = message.find("rank(s) ");
+  if (at == std::string::npos) return ranks;
+  std::istringstream list(message.substr(at + 8));
+  int rank = 0;
+  while (list >> rank) {
+    ranks.push_back(rank);
+    if (list.peek() != ',') break;
+    list.ignore(1);
+  }
+  return ranks;
+}
+
+bool names_rank(const std::string& message, int rank) {
+  const std::vector<int> ranks = ranks_named(message);
+  return std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
+}
+
+// Both stalls are made on purpose, with margins a busy machine keeps: the late rank comes ten warning
+// limits late into an engine without a shutdown limit, and the shutdown limit then meets a tensor one
+// rank never submits. A stall names every rank missing when it is judged: the late one, and any other
+// that a loaded machine held back as long, so the checks ask that the late rank be among them.
 TEST(EngineStalls, ALateRankIsNamedAndAMissingTensorFails) {
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
-  ScopedEnv warn("MATEX_STALL_WARNING_SECONDS", "0.3");
-  ScopedEnv shut("MATEX_STALL_SHUTDOWN_SECONDS", "1.5");
   const int late = world_size() - 1;
   const bool is_late = world_rank() == late;
-  std::unique_ptr<StderrCapture> capture;
-  if (world_rank() == 0) capture = std::make_unique<StderrCapture>();
-  matex_engine_t engine = nullptr;
-  ASSERT_EQ(matex_engine_create(test_comm(), &engine), MATEX_SUCCESS) << matex_last_error();
-
   std::vector<float> a(8, 1.0f), b(8, 0.0f);
   matex_tensor_op_t op = float_sum(nullptr, a.data(), b.data(), a.size());
   long long errors = 0;
-  // 1. The last rank submits 0.8 s after the others: a warning, then success.
-  op.name = "stall/late";
-  if (is_late) std::this_thread::sleep_for(std::chrono::milliseconds(800));
   matex_request_t request = nullptr;
-  ASSERT_EQ(matex_engine_submit(engine, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
-  EXPECT_EQ(matex_request_wait(request), MATEX_SUCCESS) << matex_last_error();
-  matex_request_free(&request);
-  for (float v : b) errors += v != static_cast<float>(world_size());
-  // 2. The last rank never submits: the others' requests fail, naming it.
-  op.name = "stall/never";
-  if (!is_late) {
+  // 1. The last rank submits 3 s after the others (the warning comes at 0.3 s; nothing shuts down):
+  //    a warning naming it, then success.
+  {
+    ScopedEnv warn("MATEX_STALL_WARNING_SECONDS", "0.3");
+    ScopedEnv shut("MATEX_STALL_SHUTDOWN_SECONDS", "0");
+    std::unique_ptr<StderrCapture> capture;
+    if (world_rank() == 0) capture = std::make_unique<StderrCapture>();
+    matex_engine_t engine = nullptr;
+    ASSERT_EQ(matex_engine_create(test_comm(), &engine), MATEX_SUCCESS) << matex_last_error();
+    op.name = "stall/late";
+    if (is_late) std::this_thread::sleep_for(std::chrono::seconds(3));
     ASSERT_EQ(matex_engine_submit(engine, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
-    errors += expect_error(matex_request_wait(request), MATEX_ERR_TIMEOUT, ("rank(s) " + std::to_string(late)).c_str(),
-                           "a tensor the last rank never submits");
+    EXPECT_EQ(matex_request_wait(request), MATEX_SUCCESS) << matex_last_error();
     matex_request_free(&request);
+    for (float v : b) errors += v != static_cast<float>(world_size());
+    EXPECT_EQ(matex_engine_destroy(&engine), MATEX_SUCCESS) << matex_last_error();
+    if (capture) {
+      const std::string log = capture->finish();
+      const size_t warning = log.find("'stall/late' has waited");
+      EXPECT_NE(warning, std::string::npos) << "rank 0's stderr lacks the stall warning:\n" << log;
+      const bool named = warning != std::string::npos && names_rank(log.substr(warning), late);
+      EXPECT_TRUE(named) << "the stall warning does not name rank " << late << ":\n" << log;
+      errors += !named;
+    }
   }
-  MPI_Barrier(MPI_COMM_WORLD);
-  EXPECT_EQ(matex_engine_destroy(&engine), MATEX_SUCCESS) << matex_last_error();
-  if (capture) {
-    const std::string log = capture->finish();
-    const std::string named = "'stall/late' has waited";
-    EXPECT_NE(log.find(named), std::string::npos) << "rank 0's stderr lacks the stall warning:\n" << log;
-    EXPECT_NE(log.find("for rank(s) " + std::to_string(late)), std::string::npos) << log;
-    errors += log.find(named) == std::string::npos;
+  // 2. A shutdown limit of 2 s, and the last rank never submits: the others' requests fail, naming it.
+  {
+    ScopedEnv shut("MATEX_STALL_SHUTDOWN_SECONDS", "2");
+    matex_engine_t engine = nullptr;
+    ASSERT_EQ(matex_engine_create(test_comm(), &engine), MATEX_SUCCESS) << matex_last_error();
+    op.name = "stall/never";
+    if (!is_late) {
+      ASSERT_EQ(matex_engine_submit(engine, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
+      errors += expect_error(matex_request_wait(request), MATEX_ERR_TIMEOUT, "did not submit it",
+                             "a tensor the last rank never submits");
+      const std::string message = matex_last_error();
+      EXPECT_TRUE(names_rank(message, late)) << "the stall error does not name rank " << late << ": " << message;
+      errors += !names_rank(message, late);
+      matex_request_free(&request);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    EXPECT_EQ(matex_engine_destroy(&engine), MATEX_SUCCESS) << matex_last_error();
   }
   agree_no_errors(errors, "stalls");
 }
@@ -900,7 +936,7 @@ TEST(EngineIdle, ThePauseSlowsTheCycleAndTheNextTensorsStillMatch) {
       errors += out[j] != static_cast<float>(want);
     }
   };
-  // Cycles in a 300 ms window: about 60 at 5 ms, at most 2 or 3 at 200 ms.
+  // Cycles in a 300 ms window: at most 2 or 3 at 200 ms (a loaded machine only makes fewer).
   auto cycles_in_window = [&] {
     matex_engine_stats_t before{}, after{};
     matex_engine_stats(engine, &before);
@@ -925,10 +961,18 @@ TEST(EngineIdle, ThePauseSlowsTheCycleAndTheNextTensorsStillMatch) {
   std::this_thread::sleep_for(std::chrono::milliseconds(40 * world_rank()));
   run("idle/warm", 1);
   run("idle/new", 2);
-  // Work brought the 5-ms cycle back.
-  const uint64_t busy_cycles = cycles_in_window();
-  EXPECT_GE(busy_cycles, 8u) << "the engine stayed slow after tensors came";
-  errors += busy_cycles < 8;
+  // Work brought the 5-ms cycle back: the next 12 cycles take less time than the 11 pauses of 200 ms
+  // between them would, however slow a loaded machine makes each short cycle (up to 180 ms).
+  ASSERT_EQ(matex_engine_stats(engine, &start), MATEX_SUCCESS);
+  const auto busy_start = std::chrono::steady_clock::now();
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_EQ(matex_engine_stats(engine, &now), MATEX_SUCCESS);
+  } while (now.cycles - start.cycles < 12 && std::chrono::steady_clock::now() < busy_start + std::chrono::seconds(30));
+  const double busy_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - busy_start).count();
+  EXPECT_LT(busy_seconds, 2.2) << "the engine stayed slow after tensors came: " << now.cycles - start.cycles
+                               << " cycles in " << busy_seconds << " s";
+  errors += busy_seconds >= 2.2;
   EXPECT_EQ(matex_engine_destroy(&engine), MATEX_SUCCESS) << matex_last_error();
   agree_no_errors(errors, "tensors after an idle pause");
 }

@@ -131,7 +131,7 @@ TEST(FailureHandling, LatePeerTimesOutWithoutHanging) {
   EXPECT_EQ(matex_set_algorithm(pair, MATEX_COLL_ALLREDUCE, "rs_ar_ag"), MATEX_SUCCESS) << matex_last_error();
   const bool late = world_rank() % 2 == 0;
   std::vector<float> buf(1000, 1.0f);
-  if (late) usleep(2500 * 1000);
+  if (late) usleep(5000 * 1000);  // 5 timeouts late: the waiting rank has given up long before, however busy
   const matex_status_t status = matex_allreduce(pair, buf.data(), buf.data(), buf.size(), MATEX_FLOAT32, MATEX_SUM);
   if (late) {
     errors += expect_error(status, MATEX_ERR_COMM_FAILED, "failed", "allreduce of the late rank");

@@ -41,7 +41,7 @@ run_layouts() {  # run_layouts <binary> <sanitizer> <env...>
       echo "FAIL: $san engine suite on $np ranks ($nodes)"; tail -40 "$out"; exit 1
     fi
     if grep -q "ERROR: AddressSanitizer\|WARNING: ThreadSanitizer" "$out"; then
-      echo "FAIL: $san report on $np ranks ($nodes)"; grep -A30 "ERROR: AddressSanitizer\|WARNING: ThreadSanitizer" "$out" | head -60
+      echo "FAIL: $san report on $np ranks ($nodes)"; grep -A30 "ERROR: AddressSanitizer\|WARNING: ThreadSanitizer" "$out" | sed -n 1,60p
       exit 1
     fi
     # Leaks whose stacks pass through libmatexcomm or the tests.

@@ -33,7 +33,7 @@ cat "$summary"
 # row <name> <regex over "| name | result | details |">
 row() {
   local line
-  line=$(grep -F "| $1 |" "$summary" | head -1)
+  line=$(grep -F "| $1 |" "$summary" | sed -n 1p)
   if [[ -z "$line" ]]; then fail "no row '$1'"; return; fi
   grep -qE -- "$2" <<<"$line" || fail "row '$1' does not match /$2/: $line"
 }
@@ -48,7 +48,7 @@ row "cpu np2 1,1" "= $num+ % of the limit $num+ GB/s; #wrong"
 for name in "cpu np2 --compare all" "cpu np2 1,1 --compare all (1-16 KiB)"; do
   row "$name" "\| info \| auto at most [0-9.]+x the fastest algorithm forced, at [0-9]+ B: auto \([a-z_]+\) $num+ us, [a-z_]+ $num+ us, MPI $num+ us; #wrong 0; exit 0"
 done
-if ctest --test-dir "$BUILD_DIR" -N -R '^torch\.ddp' | grep -q torch.ddp; then
+if grep -q torch.ddp <<<"$(ctest --test-dir "$BUILD_DIR" -N -R '^torch\.ddp')"; then
   row "torch np1" "\| PASS \| cpu tensors; [0-9]+ checks \(collectives and a DDP step\) against gloo, 0 wrong; allreduce 1 MiB: matex $num+ us, gloo $num+ us \([0-9.]+x\); allgather 1 MiB: .*; reduce_scatter 1 MiB: .*; exit 0"
   row "torch np2 (1,1)" "\| PASS \| cpu tensors; [0-9]+ checks \(collectives and a DDP step\) against gloo, 0 wrong; allreduce 1 MiB: matex $num+ us"
 else

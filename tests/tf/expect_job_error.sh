@@ -16,4 +16,4 @@ if [ "$status" -eq 0 ] || [ "$status" -eq 124 ] || { [ -n "$forbidden" ] && grep
   cat "$out"; echo "FAIL: exit status $status after ${elapsed}s (0 = not ended, 124 = hung)"; exit 1
 fi
 grep -qE "$pattern" "$out" || { cat "$out"; echo "FAIL: the output does not say: $pattern"; exit 1; }
-echo "PASS: the job ended after ${elapsed}s with status $status, saying: $(grep -oE "$pattern" "$out" | head -1)"
+echo "PASS: the job ended after ${elapsed}s with status $status, saying: $(grep -oE "$pattern" "$out" | sed -n 1p)"

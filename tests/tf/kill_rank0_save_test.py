@@ -2,7 +2,8 @@
 kill_rank0_save.py under MATEX_ENABLE=1, where rank 0 is killed (SIGKILL) in
 the middle of its second Model.save, and passes when:
 - every rank has ended, with a non-zero status and a message naming rank 0,
-  within MATEX_TIMEOUT_SECONDS of the kill (nothing waits for the dead rank);
+  within MATEX_TIMEOUT_SECONDS of the kill and 15 s for the teardown (nothing
+  waits for the dead rank);
 - the file under the final name is still the whole file of the first save
   (same bytes), and nothing else appeared under a name of the user's.
 """
@@ -56,8 +57,11 @@ def main():
     waited = ended - marks["killed"]
     if status == 0:
         return fail(lines, "the job ended with status 0 after rank 0 was killed")
-    if waited > timeout:
-        return fail(lines, f"the job ended {waited:.1f} s after the kill, more than MATEX_TIMEOUT_SECONDS={timeout:g}")
+    # The library's clock runs from the start of the call the others wait in (before the kill); after it
+    # come a grace period and MPI_Abort's teardown on busy cores: 15 s of slack, half the timeout.
+    if waited > timeout + 15:
+        return fail(lines, f"the job ended {waited:.1f} s after the kill, more than MATEX_TIMEOUT_SECONDS={timeout:g} "
+                           "and 15 s for the teardown")
     if not re.search(r"rank 0\b", output.split("rank 0 dies while writing", 1)[1]):
         return fail(lines, "no message after the kill names rank 0")
     if "the second save returned" in output:
