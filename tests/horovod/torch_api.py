@@ -47,6 +47,16 @@ for count in COUNTS:
                     f"allreduce sum {dtype} count {count}")
     for dtype in (torch.int32, torch.int64, torch.uint8, torch.int8):
         check_equal(hvd.allreduce(t(inputs[rank], dtype), op=hvd.Sum), np.sum(inputs, 0), f"sum {dtype} {count}")
+    # Integers as Horovod scales them: in double, truncated toward zero, op Average being a postscale of
+    # 1/size; a prescale applies to each rank's input before the sum. Negative values too.
+    signed = [rank_input(r, count) - 6 for r in everyone]  # -5..5
+    for dtype in (torch.int32, torch.int64, torch.int8):
+        check_equal(hvd.allreduce(t(signed[rank], dtype)), np.trunc(np.sum(signed, 0) * (1.0 / size)),
+                    f"integer average {dtype} count {count}")
+        check_equal(hvd.allreduce(t(signed[rank], dtype), op=hvd.Sum, prescale_factor=0.5, postscale_factor=3.0),
+                    np.trunc(3.0 * np.sum(np.trunc(0.5 * np.array(signed)), 0)), f"integer scales {dtype} {count}")
+    check_equal(hvd.allreduce(t(inputs[rank], torch.uint8), op=hvd.Average, postscale_factor=0.7),
+                np.trunc(np.sum(inputs, 0) * (0.7 / size)), f"uint8 average and postscale {count}")
     check_equal(hvd.allreduce(t(inputs[rank]), op=hvd.Min), np.min(inputs, 0) if count else [], f"min {count}")
     check_equal(hvd.allreduce(t(inputs[rank]), op=hvd.Max), np.max(inputs, 0) if count else [], f"max {count}")
     check_equal(hvd.allreduce(t(inputs[rank], torch.float64), op=hvd.Product), np.prod(inputs, 0),
@@ -301,7 +311,7 @@ check_equal(bn16(big[rank]), reference16[5 * rank:5 * rank + 5], "SyncBatchNorm 
 # ---- refusals and bad arguments -----------------------------------------------------------------------------
 expect_error(lambda: hvd.allreduce(t([1.0]), op=hvd.Adasum), "Adasum", "not supported")
 expect_error(lambda: hvd.allreduce(t([1.0]), op=hvd.Sum, average=True), "not both", kinds=(ValueError,))
-expect_error(lambda: hvd.allreduce(t([1], torch.int64)), "floating", kinds=(TypeError,))
+expect_error(lambda: hvd.allreduce(t([1], torch.int16)), "int16", kinds=(TypeError,))  # Horovod scales no int16
 expect_error(lambda: hvd.broadcast(t([1.0]), root_rank=size), f"root_rank={size}", kinds=(ValueError,))
 check_equal(hvd.broadcast(t(rank_input(rank, 3)), np.int64(size - 1)), rank_input(size - 1, 3), "NumPy root_rank")
 expect_error(lambda: hvd.elastic.run, "horovod.torch.elastic.run", "not supported")
@@ -318,4 +328,20 @@ if size > 1:
                  "mismatch.dtype", "float32", "float64")
     expect_error(lambda: hvd.broadcast(t([1.0]), root_rank=rank, name="mismatch.root"), "mismatch.root", "root=")
     expect_error(lambda: hvd.allgather(t(rows_input(rank, 2, 2 + rank)), name="mismatch.width"), "mismatch.width")
+    expect_error(lambda: hvd.allreduce(t([1.0, 2.0], torch.int32 if rank % 2 == 0 else torch.float32), op=hvd.Sum,
+                                       name="mismatch.type"), "mismatch.type", "int32", "float32")
+    # An error one rank finds before submitting reaches the others as an error naming it, not a wait; unnamed
+    # calls stay in step after it.
+    if rank == 0:
+        expect_error(lambda: hvd.allreduce(t([1, 2], torch.int16)), "int16", kinds=(TypeError,))
+        expect_error(lambda: hvd.allgather(torch.tensor(1.0), name="refused.scalar"), "scalar", kinds=(ValueError,))
+        expect_error(lambda: hvd.broadcast_(t([1.0]), root_rank=size, name="refused.root"), f"root_rank={size}",
+                     kinds=(ValueError,))
+    else:
+        expect_error(lambda: hvd.allreduce(t([1.0, 2.0])), "rank 0: TypeError", "int16", kinds=(RuntimeError,))
+        expect_error(lambda: hvd.allgather(t([1.0]), name="refused.scalar"), "refused.scalar", "rank 0: ValueError",
+                     "scalar", kinds=(RuntimeError,))
+        expect_error(lambda: hvd.broadcast_(t([1.0]), root_rank=0, name="refused.root"), "refused.root",
+                     "rank 0: ValueError", kinds=(RuntimeError,))
+    check_equal(hvd.allreduce(t([1.0, 2.0]), op=hvd.Sum), [size, 2.0 * size], "an unnamed allreduce after refusals")
 print(f"rank {rank}: horovod.torch API checks passed on {size} ranks", flush=True)

@@ -8,7 +8,8 @@
 //   - matex_request_wait_all, its NULL entries and its failure report;
 //   - a tensor submitted differently by the ranks (count, dtype, op, root,
 //     kind) fails on every rank with a message naming it, and the engine goes
-//     on working;
+//     on working; so does one that a rank refuses (matex_engine_submit_refusal),
+//     with that rank's status and reason;
 //   - bad submissions are refused without queuing anything;
 //   - the engine's collectives, agreed on by its coordinator, skip the call
 //     check that a direct call makes (its messages counted at MPI_Isend);
@@ -653,6 +654,76 @@ TEST_F(EngineTest, DisagreementFailsOnEveryRankAndTheEngineGoesOn) {
   matex_request_free(&request);
   for (float v : sum) errors += v != static_cast<float>(world_size());
   agree_no_errors(errors, "disagreeing tensors");
+}
+
+// A rank whose own checks fail hands over a refusal instead of data: every
+// rank's request fails with that rank's status and reason, not a wait; the
+// same with a callback and for a cached name; the name works again after.
+TEST_F(EngineTest, ARefusalFailsTheTensorOnEveryRank) {
+  const int refuser = world_size() - 1;
+  const bool refuses = world_rank() == refuser;
+  const std::string reason = "int32 cannot be averaged here";
+  const std::string quoted = "rank " + std::to_string(refuser) + ": " + reason;
+  long long errors = 0;
+  std::vector<float> in(6, 1.0f), out(6, 0.0f);
+  // Rounds 0 and 2 run normally (round 0 caches the name); round 1 the last rank refuses it.
+  for (int round = 0; round < 3; ++round) {
+    matex_tensor_op_t op = float_sum("refusal/plain", in.data(), out.data(), in.size());
+    matex_request_t request = nullptr;
+    if (round == 1 && refuses) {
+      ASSERT_EQ(matex_engine_submit_refusal(engine_, &op, MATEX_ERR_INVALID_ARG, reason.c_str(), &request),
+                MATEX_SUCCESS) << matex_last_error();
+    } else {
+      ASSERT_EQ(matex_engine_submit(engine_, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
+    }
+    if (round == 1) {
+      errors += expect_error(matex_request_wait(request), MATEX_ERR_INVALID_ARG, quoted.c_str(), "a refused tensor");
+    } else {
+      EXPECT_EQ(matex_request_wait(request), MATEX_SUCCESS) << matex_last_error();
+      for (float v : out) errors += v != static_cast<float>(world_size());
+    }
+    matex_request_free(&request);
+  }
+  // With callbacks: each rank's callback sees the refusing rank's status and reason.
+  struct Seen {
+    std::atomic<int> calls{0};
+    std::atomic<int> status{MATEX_SUCCESS};
+    std::string message;
+  } seen;
+  matex_tensor_op_t op = float_sum("refusal/callback", in.data(), out.data(), in.size());
+  op.callback = [](matex_status_t status, const char* message, void* user_data) {
+    auto* s = static_cast<Seen*>(user_data);
+    s->message = message;
+    s->status = status;
+    s->calls++;
+  };
+  op.user_data = &seen;
+  matex_request_t request = nullptr;
+  if (refuses) {
+    ASSERT_EQ(matex_engine_submit_refusal(engine_, &op, MATEX_ERR_UNSUPPORTED, reason.c_str(), &request),
+              MATEX_SUCCESS) << matex_last_error();
+  } else {
+    ASSERT_EQ(matex_engine_submit(engine_, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
+  }
+  errors += expect_error(matex_request_wait(request), MATEX_ERR_UNSUPPORTED, quoted.c_str(), "a refusal with a callback");
+  matex_request_free(&request);
+  EXPECT_EQ(seen.calls.load(), 1);
+  EXPECT_EQ(seen.status.load(), MATEX_ERR_UNSUPPORTED);
+  EXPECT_NE(seen.message.find(quoted), std::string::npos) << seen.message;
+  errors += seen.calls.load() != 1 || seen.message.find(quoted) == std::string::npos;
+  // Refusals that are themselves wrong are refused at once, on the caller's rank only.
+  matex_tensor_op_t bad = float_sum("refusal/bad", in.data(), out.data(), in.size());
+  request = reinterpret_cast<matex_request_t>(&bad);  // must be reset to NULL
+  errors += expect_error(matex_engine_submit_refusal(engine_, &bad, MATEX_SUCCESS, reason.c_str(), &request),
+                         MATEX_ERR_INVALID_ARG, "status is MATEX_SUCCESS", "refusal without an error");
+  errors += request != nullptr;
+  errors += expect_error(matex_engine_submit_refusal(engine_, &bad, MATEX_ERR_INVALID_ARG, "", nullptr),
+                         MATEX_ERR_INVALID_ARG, "reason", "refusal without a reason");
+  errors += expect_error(matex_engine_submit_refusal(engine_, nullptr, MATEX_ERR_INVALID_ARG, reason.c_str(), nullptr),
+                         MATEX_ERR_INVALID_ARG, "op is NULL", "refusal of no op");
+  errors += expect_error(matex_engine_submit_refusal(nullptr, &bad, MATEX_ERR_INVALID_ARG, reason.c_str(), nullptr),
+                         MATEX_ERR_NOT_INITIALIZED, "engine is NULL", "refusal on no engine");
+  agree_no_errors(errors, "refusals");
 }
 
 TEST_F(EngineTest, BadSubmissionsAreRefusedWithoutQueuing) {

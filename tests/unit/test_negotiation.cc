@@ -1,5 +1,5 @@
 // Unit tests of the engine's negotiation: what rank 0 decides from the ranks'
-// announcements (order, fusion, disagreements, stalls, shutdown) and the wire
+// announcements (order, fusion, disagreements, refusals, stalls, shutdown) and the wire
 // format. No MPI: announcements are fed in directly.
 #include <gtest/gtest.h>
 
@@ -26,7 +26,12 @@ TensorSpec allreduce(uint64_t count, matex_dtype_t dtype = MATEX_FLOAT32, matex_
 
 Announcement announce(std::vector<std::pair<std::string, TensorSpec>> entries, bool shutdown = false) {
   Announcement a;
-  for (auto& [name, spec] : entries) a.entries.push_back({name, spec});
+  for (auto& [name, spec] : entries) {
+    Announcement::Entry entry;
+    entry.name = name;
+    entry.spec = spec;
+    a.entries.push_back(entry);
+  }
   a.wants_shutdown = shutdown;
   return a;
 }
@@ -152,6 +157,50 @@ TEST(Negotiation, StallsNameTheMissingRanksAndCanFail) {
   EXPECT_NE(r[0].error.find("rank(s) 0, 2"), std::string::npos) << r[0].error;
 }
 
+Announcement::Entry refusal(const std::string& name, matex_status_t status, const std::string& reason) {
+  Announcement::Entry entry;
+  entry.name = name;
+  entry.spec = allreduce(0);
+  entry.refusal_status = status;
+  entry.refusal = reason;
+  return entry;
+}
+
+TEST(Negotiation, ARefusalFailsTheNameEverywhereOnceEveryRankHasIt) {
+  Coordinator c(3, 1 << 20, 1 << 20);
+  const auto now = Clock::now();
+  c.add(0, announce({{"r", allreduce(4, MATEX_INT32, MATEX_SUM)}}), now);
+  Announcement refused;
+  refused.entries.push_back(refusal("r", MATEX_ERR_INVALID_ARG, "int32 cannot be averaged"));
+  c.add(1, refused, now);
+  EXPECT_TRUE(c.take_responses().empty()) << "rank 2 has not submitted 'r' yet";
+  c.add(2, announce({{"r", allreduce(4, MATEX_INT32, MATEX_SUM)}}), now);
+  const std::vector<Response> r = c.take_responses();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].type, Response::Type::kError);
+  EXPECT_EQ(r[0].status, MATEX_ERR_INVALID_ARG);
+  EXPECT_EQ(r[0].names, std::vector<std::string>{"r"});
+  EXPECT_NE(r[0].error.find("tensor 'r'"), std::string::npos) << r[0].error;
+  EXPECT_NE(r[0].error.find("rank 1: int32 cannot be averaged"), std::string::npos) << r[0].error;
+  EXPECT_EQ(r[0].error.find("rank 0"), std::string::npos) << r[0].error;
+  EXPECT_FALSE(c.has_pending());
+}
+
+TEST(Negotiation, SeveralRefusalsAreAllQuotedWithTheLowestRanksStatus) {
+  Coordinator c(3, 1 << 20, 1 << 20);
+  const auto now = Clock::now();
+  Announcement first, last;
+  first.entries.push_back(refusal("r", MATEX_ERR_UNSUPPORTED, "no such op"));
+  last.entries.push_back(refusal("r", MATEX_ERR_INVALID_ARG, "bad shape"));
+  c.add(2, last, now);
+  c.add(1, announce({{"r", allreduce(9)}}), now);
+  c.add(0, first, now);
+  const std::vector<Response> r = c.take_responses();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, MATEX_ERR_UNSUPPORTED);
+  EXPECT_NE(r[0].error.find("rank 0: no such op; rank 2: bad shape"), std::string::npos) << r[0].error;
+}
+
 TEST(Negotiation, ShutdownNeedsEveryRanksVote) {
   Coordinator c(2, 1 << 20, 1 << 20);
   const auto now = Clock::now();
@@ -169,7 +218,14 @@ TEST(Negotiation, WireFormatRoundTrips) {
   ASSERT_EQ(back.entries.size(), 2u);
   EXPECT_EQ(back.entries[0].name, "grad/w");
   EXPECT_TRUE(back.entries[0].spec.agrees_exactly(a.entries[0].spec));
+  EXPECT_EQ(back.entries[0].refusal_status, MATEX_SUCCESS);
   EXPECT_TRUE(back.wants_shutdown);
+  Announcement with_refusal;
+  with_refusal.entries.push_back(refusal("grad/b", MATEX_ERR_MISMATCH, "shape [2, 3], not [3, 2]"));
+  const Announcement refusal_back = Announcement::decode(with_refusal.encode());
+  ASSERT_EQ(refusal_back.entries.size(), 1u);
+  EXPECT_EQ(refusal_back.entries[0].refusal_status, MATEX_ERR_MISMATCH);
+  EXPECT_EQ(refusal_back.entries[0].refusal, "shape [2, 3], not [3, 2]");
 
   Response r;
   r.type = Response::Type::kError;

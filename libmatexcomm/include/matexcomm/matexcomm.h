@@ -400,6 +400,16 @@ MATEX_API matex_status_t matex_engine_destroy(matex_engine_t* engine);
  * submission is refused they are set to NULL. */
 MATEX_API matex_status_t matex_engine_submit(matex_engine_t engine, const matex_tensor_op_t* ops, size_t n,
                                              matex_request_t* requests);
+/* Hands over, in place of a tensor, this rank's refusal of it: a check of the
+ * caller's own failed (a dtype, an op, a shape it cannot serve), and the other
+ * ranks must not wait for data that will never come. Once every rank has
+ * submitted the name, the tensor fails on every rank with `status` (an error,
+ * not MATEX_SUCCESS) and a message that names each refusing rank and quotes its
+ * reason. op: as it would have been submitted; only name, coll, callback and
+ * user_data are read. request: NULL or a slot, as in matex_engine_submit. */
+MATEX_API matex_status_t matex_engine_submit_refusal(matex_engine_t engine, const matex_tensor_op_t* op,
+                                                     matex_status_t status, const char* reason,
+                                                     matex_request_t* request);
 /* Blocks until the tensor completes; returns its status (message: matex_last_error). */
 MATEX_API matex_status_t matex_request_wait(matex_request_t request);
 /* Blocks until all n requests complete (NULL entries count as complete),

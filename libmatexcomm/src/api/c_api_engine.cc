@@ -120,6 +120,39 @@ matex_status_t matex_engine_submit(matex_engine_t engine, const matex_tensor_op_
   });
 }
 
+matex_status_t matex_engine_submit_refusal(matex_engine_t engine, const matex_tensor_op_t* op, matex_status_t status,
+                                           const char* reason, matex_request_t* request) {
+  return guarded([&] {
+    matexcomm::Engine& impl = live_engine(engine);
+    if (request != nullptr) *request = nullptr;
+    MATEX_REQUIRE(op != nullptr, MATEX_ERR_INVALID_ARG, "op is NULL");
+    MATEX_REQUIRE(status != MATEX_SUCCESS, MATEX_ERR_INVALID_ARG,
+                  "status is MATEX_SUCCESS: a refusal carries the error the tensor fails with");
+    MATEX_REQUIRE(reason != nullptr && reason[0] != '\0', MATEX_ERR_INVALID_ARG, "reason is NULL or empty");
+    matex_tensor_op_t described = *op;  // only the name, kind and callback count
+    described.sendbuf = nullptr;
+    described.recvbuf = nullptr;
+    described.count = 0;
+    matexcomm::TensorOp converted = convert(described, 0);
+    converted.refusal_status = status;
+    converted.refusal = reason;
+    std::unique_ptr<matex_request_s> handle;
+    if (request != nullptr) {
+      handle = std::make_unique<matex_request_s>(matex_request_s{converted.state});
+      *request = handle.get();  // before queuing, as matex_engine_submit does
+    }
+    std::vector<matexcomm::TensorOp> one;
+    one.push_back(std::move(converted));
+    try {
+      impl.submit(std::move(one));
+    } catch (...) {
+      if (request != nullptr) *request = nullptr;
+      throw;
+    }
+    handle.release();
+  });
+}
+
 matex_status_t matex_engine_stats(matex_engine_t engine, matex_engine_stats_t* stats) {
   return guarded([&] {
     require_out(stats, "stats");

@@ -89,6 +89,10 @@ void Engine::check(const TensorOp& op) const {
   MATEX_REQUIRE(op.name.size() <= kMaxNameBytes, MATEX_ERR_INVALID_ARG,
                 "tensor name is longer than " + std::to_string(kMaxNameBytes) + " bytes");
   const std::string what = "tensor '" + op.name + "': ";
+  if (op.refusal_status != MATEX_SUCCESS) {  // no data to check: the reason goes to every rank
+    MATEX_REQUIRE(!op.refusal.empty(), MATEX_ERR_INVALID_ARG, what + "a refusal needs a reason");
+    return;
+  }
   const matex_dtype_t dtype = static_cast<matex_dtype_t>(op.spec.dtype);
   MATEX_REQUIRE(dtype_valid(dtype), MATEX_ERR_INVALID_ARG, what + "dtype " + std::to_string(op.spec.dtype) + " is not a matex_dtype_t");
   const bool has_data = op.spec.count > 0;
@@ -169,7 +173,9 @@ bool Engine::absorb_queue() {
   }
   for (TensorOp& op : queue_) {
     // Allgathers never use the cache: their row counts differ between ranks and steps.
-    op.cache_bit = op.spec.kind == TensorKind::kAllgather ? ResponseCache::kNone : cache_.bit_of(op.name, op.spec);
+    // Nor do refusals: their reason must reach rank 0.
+    const bool uncached = op.spec.kind == TensorKind::kAllgather || op.refusal_status != MATEX_SUCCESS;
+    op.cache_bit = uncached ? ResponseCache::kNone : cache_.bit_of(op.name, op.spec);
     op.queued_at = Clock::now();
     op.arrival = arrivals_++;
     timeline_->event(op.name, "queue", op.submitted_at, op.queued_at);
@@ -243,7 +249,7 @@ std::vector<Response> Engine::negotiate_in_full(bool vote_shutdown) {
   }
   std::sort(news.begin(), news.end(), [](const TensorOp* a, const TensorOp* b) { return a->arrival < b->arrival; });
   for (TensorOp* op : news) {
-    mine.entries.push_back({op->name, op->spec});
+    mine.entries.push_back({op->name, op->spec, op->refusal_status, op->refusal});
     op->announced = true;
   }
   const std::string sent = mine.encode();

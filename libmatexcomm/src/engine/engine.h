@@ -14,7 +14,9 @@
 // cycle.
 //
 // Errors: a tensor submitted differently by the ranks fails on every rank with
-// a message quoting each rank's spec; the engine carries on. Rank 0 warns
+// a message quoting each rank's spec, and one that a rank refused (a check of
+// its own failed) fails on every rank with that rank's status and reason; the
+// engine carries on. Rank 0 warns
 // about names that some ranks have submitted and others have not for
 // MATEX_STALL_WARNING_SECONDS, and with MATEX_STALL_SHUTDOWN_SECONDS > 0 fails
 // them. Destruction (collective) fails what is still pending with "shut down".
@@ -55,6 +57,10 @@ struct TensorOp {
   double prescale = 1.0;       // allreduce: input factor (floating dtypes)
   double postscale = 1.0;      // allreduce: output factor
   std::shared_ptr<RequestState> state;
+  // A refusal: this rank's own checks failed, so instead of data it sends every
+  // rank the reason, and the name fails everywhere (matex_engine_submit_refusal).
+  matex_status_t refusal_status = MATEX_SUCCESS;
+  std::string refusal;
   // Engine-side bookkeeping.
   int cache_bit = ResponseCache::kNone;  // announced by bit while cached with this spec
   bool announced = false;                // announced in full to the coordinator at least once

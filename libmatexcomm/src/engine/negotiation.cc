@@ -122,6 +122,8 @@ std::string Announcement::encode() const {
   for (const Entry& entry : entries) {
     w.put_string(entry.name);
     w.put_spec(entry.spec);
+    w.put(entry.refusal_status);
+    w.put_string(entry.refusal);
   }
   return w.take();
 }
@@ -136,6 +138,8 @@ Announcement Announcement::decode(const std::string& bytes) {
     Entry entry;
     entry.name = r.get_string();
     entry.spec = r.get_spec();
+    entry.refusal_status = r.get<int32_t>();
+    entry.refusal = r.get_string();
     a.entries.push_back(std::move(entry));
   }
   if (!r.done()) MATEX_RAISE(MATEX_ERR_INTERNAL, "engine announcement has trailing bytes");
@@ -192,17 +196,39 @@ void Coordinator::add(int rank, const Announcement& announcement, Clock::time_po
     if (fresh) {
       p.specs.resize(world_size_);
       p.announced.assign(world_size_, false);
+      p.refusal_status.assign(world_size_, MATEX_SUCCESS);
+      p.refusals.resize(world_size_);
       p.order = next_order_++;
       p.first_seen = now;
     }
     if (p.announced[rank]) continue;  // the engine refuses duplicates before they get here
     p.announced[rank] = true;
     p.specs[rank] = entry.spec;
+    p.refusal_status[rank] = entry.refusal_status;
+    p.refusals[rank] = entry.refusal;
     if (++p.count == world_size_) ready_.push_back(entry.name);
   }
 }
 
+Response Coordinator::refused(const std::string& name, const Pending& p) {
+  Response response;
+  response.type = Response::Type::kError;
+  response.kind = p.specs[0].kind;
+  response.names = {name};
+  std::string reasons;
+  for (size_t r = 0; r < p.refusals.size(); ++r) {
+    if (p.refusal_status[r] == MATEX_SUCCESS) continue;
+    if (response.status == MATEX_SUCCESS) response.status = p.refusal_status[r];  // the lowest rank's
+    reasons += (reasons.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + ": " + p.refusals[r];
+  }
+  response.error = "tensor '" + name + "' was refused before it could run (" + reasons + ")";
+  return response;
+}
+
 Response Coordinator::check_and_describe(const std::string& name, const Pending& p) const {
+  for (int32_t status : p.refusal_status) {
+    if (status != MATEX_SUCCESS) return refused(name, p);
+  }
   Response response;
   response.kind = p.specs[0].kind;
   response.names = {name};

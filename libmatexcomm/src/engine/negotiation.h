@@ -7,7 +7,9 @@
 // every rank has announced it; ready names leave in the order they became
 // ready (ties in announcement order), so every rank executes the same
 // operations in the same order. A ready name whose specs differ becomes an
-// error response that quotes every rank's spec. Consecutive ready allreduces
+// error response that quotes every rank's spec; one that a rank refused (its
+// own checks failed before it could submit the tensor) becomes an error
+// response, with that rank's status, that names the rank and quotes its reason. Consecutive ready allreduces
 // of one dtype and op are fused into one response of up to `fusion_bytes`.
 // The coordinator also remembers since when a name has waited for the ranks
 // that have not announced it (the stall inspector reads that).
@@ -47,6 +49,8 @@ struct Announcement {
   struct Entry {
     std::string name;
     TensorSpec spec;
+    int32_t refusal_status = MATEX_SUCCESS;  // otherwise: this rank refused the tensor, for `refusal`
+    std::string refusal;
   };
   std::vector<Entry> entries;
   bool wants_shutdown = false;
@@ -62,7 +66,7 @@ struct Response {
   std::vector<std::string> names;  // more than one: fused allreduce, in buffer order
   std::vector<uint64_t> rows;      // allgather: every rank's row count
   std::string error;               // kError: the message every rank's handles fail with
-  int32_t status = MATEX_SUCCESS;  // kError: MATEX_ERR_MISMATCH, or MATEX_ERR_TIMEOUT for a stall
+  int32_t status = MATEX_SUCCESS;  // kError: MATEX_ERR_MISMATCH, MATEX_ERR_TIMEOUT for a stall, or a refusal's
 };
 
 std::string encode_responses(const std::vector<Response>& responses);
@@ -123,11 +127,14 @@ class Coordinator {
   struct Pending {
     std::vector<TensorSpec> specs;  // per rank
     std::vector<bool> announced;    // per rank
+    std::vector<int32_t> refusal_status;  // per rank: MATEX_SUCCESS, or why the rank refused the name
+    std::vector<std::string> refusals;    // per rank
     int count = 0;
     uint64_t order = 0;             // first announcement
     Clock::time_point first_seen;
   };
   Response check_and_describe(const std::string& name, const Pending& pending) const;
+  static Response refused(const std::string& name, const Pending& pending);
 
   int world_size_;
   size_t fusion_bytes_;

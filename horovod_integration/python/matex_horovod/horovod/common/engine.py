@@ -16,6 +16,7 @@ import threading
 from .exceptions import HorovodInternalError
 
 ALLREDUCE, BROADCAST, ALLGATHER = 0, 1, 2
+INVALID_ARG, UNSUPPORTED = 1, 8  # matex_status_t
 OPS = {"sum": 0, "product": 1, "min": 2, "max": 3, "average": 4}
 DTYPES = {"int8": 0, "uint8": 1, "int32": 2, "int64": 3, "float16": 4, "bfloat16": 5, "float32": 6,
           "float64": 7, "bool": 8, "int16": 9, "uint16": 10, "uint32": 11, "uint64": 12}
@@ -159,6 +160,19 @@ class Engine:
         self.check(self.lib.matex_engine_submit(self._engine, ctypes.byref(spec), 1, ctypes.byref(handle)),
                    f"submitting {name!r}")
         return Request(self, handle, keep)
+
+    def refuse(self, name, coll, reason, status=INVALID_ARG):
+        """Hands the engine this rank's refusal of a tensor, in place of its data
+        (a check of ours failed): every rank's request for the name then fails
+        with the reason, instead of the others waiting for this rank's data.
+        Returns the request."""
+        self.require(name)
+        spec = _TensorOp(name.encode(), coll, None, None, 0, 0, 0, 0, 0, 0.0, 0.0, None, None)
+        handle = ctypes.c_void_p()
+        self.check(self.lib.matex_engine_submit_refusal(self._engine, ctypes.byref(spec), status,
+                                                         reason.encode(errors="replace"), ctypes.byref(handle)),
+                   f"refusing {name!r}")
+        return Request(self, handle, ())
 
     def prepare(self, name, dtype, op="sum", prescale=1.0, postscale=1.0):
         """An in-place allreduce's description, made once and submitted many

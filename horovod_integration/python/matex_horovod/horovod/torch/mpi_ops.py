@@ -44,6 +44,14 @@ def _name(kind, name):
         return f"{kind}.noname.{next(counter)}"
 
 
+def _refuse(names, coll, error):
+    """This rank cannot submit `names` (error says why): the engine gets its refusal of each, so that the
+    other ranks' requests for them fail with the reason rather than wait, and error is raised here."""
+    for tensor_name in names:
+        engine.refuse(tensor_name, coll, f"{type(error).__name__}: {error}")
+    raise error
+
+
 def _dtype(tensor, who):
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"horovod.torch.{who}: expected a torch.Tensor, got {type(tensor).__name__}")
@@ -64,8 +72,12 @@ class _Staged:
         self.host = tensor if plain else (tensor.detach().to("cpu").contiguous() if copy_in
                                           else torch.empty(tensor.shape, dtype=tensor.dtype))
         self.copy_back = not plain
+        self.after = None  # what the result still needs on the host buffer (Horovod's integer scaling)
 
     def finish(self):
+        if self.after is not None:
+            self.after()
+            self.after = None
         if self.copy_back:
             with torch.no_grad():
                 self.tensor.copy_(self.host)
@@ -113,29 +125,59 @@ def synchronize(handle):
 
 # ---- allreduce -----------------------------------------------------------------------------------------
 
+# The integer dtypes Horovod scales (in double, truncating back): others fail there.
+_SCALED_INTEGERS = ("uint8", "int8", "int32", "int64")
+
+
+def _integer_factors(tensor, dtype, op, prescale_factor, postscale_factor, who):
+    """For an integer tensor that Horovod would scale (op Average, a prescale or a postscale): the factors
+    it applies, in double, truncating back to the dtype: (prescale, postscale), Average being a postscale
+    of 1/size. None for a floating tensor or no scaling; raises TypeError where Horovod cannot scale."""
+    if tensor.is_floating_point() or (op != "average" and prescale_factor == 1.0 and postscale_factor == 1.0):
+        return None
+    if dtype not in _SCALED_INTEGERS:
+        raise TypeError(f"horovod.torch.{who}: op=Average, prescale_factor and postscale_factor need a floating "
+                        f"tensor or one of {', '.join(_SCALED_INTEGERS)}, not {tensor.dtype}")
+    post = float(postscale_factor) / engine.size if op == "average" else float(postscale_factor)
+    return float(prescale_factor), post
+
+
+def _scale_integers(host, factor):
+    """Horovod's integer scaling: the product in double, truncated toward zero."""
+    if factor != 1.0:
+        with torch.no_grad():
+            host.copy_((host.to(torch.float64) * factor).to(host.dtype))
+
+
 def _allreduce_async_into(tensors, outputs, name, op, prescale_factor, postscale_factor, process_set,
                           who):
     process_sets.check(process_set, who)
     if not tensors:
         return [], []
-    reduce_op = op
     base = _name("allreduce", name)
+    names = [base if len(tensors) == 1 else f"{base}.{index}" for index in range(len(tensors))]
+    # Every tensor is checked before any is submitted: a refusal covers the whole group on every rank.
+    plans = []
+    try:
+        for tensor in tensors:
+            dtype = _dtype(tensor, who)
+            plans.append((dtype, _integer_factors(tensor, dtype, op, prescale_factor, postscale_factor, who)))
+    except (TypeError, ValueError) as error:
+        _refuse(names, ALLREDUCE, error)
     requests, staged = [], []
-    for index, (tensor, output) in enumerate(zip(tensors, outputs)):
-        dtype = _dtype(tensor, who)
-        if reduce_op == "average" and not (tensor.is_floating_point() or tensor.is_complex()):
-            raise TypeError(f"horovod.torch.{who}: op=Average needs a floating tensor, not {tensor.dtype}; "
-                            "use op=Sum")
-        if (prescale_factor != 1.0 or postscale_factor != 1.0) and not tensor.is_floating_point():
-            raise TypeError(f"horovod.torch.{who}: prescale_factor and postscale_factor need a floating tensor")
+    for tensor, output, tensor_name, (dtype, integer) in zip(tensors, outputs, names, plans):
         if output is not tensor:
             with torch.no_grad():
                 output.copy_(tensor)
         host = _Staged(output)
-        tensor_name = base if len(tensors) == 1 else f"{base}.{index}"
+        if integer is None:
+            reduce_op, prescale, postscale = op, float(prescale_factor), float(postscale_factor)
+        else:  # summed by the engine, scaled here as Horovod scales integers
+            reduce_op, prescale, postscale = "sum", 1.0, 1.0
+            _scale_integers(host.host, integer[0])
+            host.after = lambda h=host.host, factor=integer[1]: _scale_integers(h, factor)
         requests.append(engine.submit(tensor_name, ALLREDUCE, None, host.host.data_ptr(), host.host.numel(), dtype,
-                                      op=reduce_op, prescale=float(prescale_factor),
-                                      postscale=float(postscale_factor), keep=(host.host,)))
+                                      op=reduce_op, prescale=prescale, postscale=postscale, keep=(host.host,)))
         staged.append(host)
     return requests, staged
 
@@ -231,10 +273,14 @@ def allgather_async(tensor, name=None, process_set=process_sets.global_process_s
     """Every rank's tensor concatenated along dimension 0 (whose size may
     differ between ranks; the other dimensions must agree)."""
     process_sets.check(process_set, "allgather")
-    dtype = _dtype(tensor, "allgather")
-    if tensor.dim() == 0:
-        raise ValueError("horovod.torch.allgather: the tensor needs at least one dimension (it is a scalar); "
-                         "reshape it to [1]")
+    tensor_name = _name("allgather", name)
+    try:
+        dtype = _dtype(tensor, "allgather")
+        if tensor.dim() == 0:
+            raise ValueError("horovod.torch.allgather: the tensor needs at least one dimension (it is a scalar); "
+                             "reshape it to [1]")
+    except (TypeError, ValueError) as error:
+        _refuse([tensor_name], ALLGATHER, error)
     host = _Staged(tensor)
     rows, rest = tensor.shape[0], tuple(tensor.shape[1:])
     row_elements = 1
@@ -242,7 +288,7 @@ def allgather_async(tensor, name=None, process_set=process_sets.global_process_s
         row_elements *= extent
     # An empty tensor still needs a real send address: a null one means "in place" to the engine.
     send = host.host.data_ptr() if host.host.numel() else ctypes.addressof(_NO_ROWS)
-    request = engine.submit(_name("allgather", name), ALLGATHER, send, None, rows, dtype,
+    request = engine.submit(tensor_name, ALLGATHER, send, None, rows, dtype,
                             row_elements=row_elements, keep=(host.host,))
 
     def finish():
@@ -282,10 +328,14 @@ def grouped_allgather(tensors, name=None, process_set=process_sets.global_proces
 def broadcast_async_(tensor, root_rank, name=None, process_set=process_sets.global_process_set):
     """root_rank's tensor copied into tensor on every rank; returns a handle."""
     process_sets.check(process_set, "broadcast")
-    dtype = _dtype(tensor, "broadcast_")
-    _check_root(root_rank, "broadcast_")
+    tensor_name = _name("broadcast", name)
+    try:
+        dtype = _dtype(tensor, "broadcast_")
+        _check_root(root_rank, "broadcast_")
+    except (TypeError, ValueError) as error:
+        _refuse([tensor_name], BROADCAST, error)
     host = _Staged(tensor)
-    request = engine.submit(_name("broadcast", name), BROADCAST, None, host.host.data_ptr(), host.host.numel(),
+    request = engine.submit(tensor_name, BROADCAST, None, host.host.data_ptr(), host.host.numel(),
                             dtype, root=int(root_rank), keep=(host.host,))
     return _register([request], host.finish)
 
