@@ -344,4 +344,29 @@ if size > 1:
         expect_error(lambda: hvd.broadcast_(t([1.0]), root_rank=0, name="refused.root"), "refused.root",
                      "rank 0: ValueError", kinds=(RuntimeError,))
     check_equal(hvd.allreduce(t([1.0, 2.0]), op=hvd.Sum), [size, 2.0 * size], "an unnamed allreduce after refusals")
+    # Two operations under one name at once: the second raises ValueError, as in Horovod, on every rank,
+    # for as long as the first has not been synchronized (complete or not). Rank 0 submits first while
+    # the others wait at a barrier: reducescatter_async, too, returns while its reduction is in flight
+    # (rank 0 would wait here forever for the others if it did not).
+    rows = rows_input(rank, 2 * size, 1)
+
+    def submit_twice():
+        first = hvd.allreduce_async(t([1.0]), op=hvd.Sum, name="duplicate")
+        expect_error(lambda: hvd.allreduce_async(t([1.0]), op=hvd.Sum, name="duplicate"), "'allreduce.duplicate'",
+                     "not yet synchronized", kinds=(ValueError,))
+        scattered = hvd.reducescatter_async(t(rows), op=hvd.Sum, name="duplicate")
+        expect_error(lambda: hvd.reducescatter_async(t(rows), op=hvd.Sum, name="duplicate"), "duplicate",
+                     "not yet synchronized", kinds=(ValueError,))
+        return first, scattered
+    if rank == 0:
+        first, scattered = submit_twice()
+    hvd.barrier()
+    if rank != 0:
+        first, scattered = submit_twice()
+    check_equal(hvd.synchronize(first), [size], "the first of two allreduces under one name")
+    everyones_rows = np.sum([rows_input(r, 2 * size, 1) for r in everyone], 0)
+    check_equal(hvd.synchronize(scattered), everyones_rows[2 * rank:2 * rank + 2],
+                "the first of two reduce-scatters under one name")
+    check_equal(hvd.allreduce(t([2.0]), op=hvd.Sum, name="duplicate"), [2.0 * size],
+                "a name used again after synchronize")
 print(f"rank {rank}: horovod.torch API checks passed on {size} ranks", flush=True)

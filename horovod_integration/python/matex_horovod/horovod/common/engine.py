@@ -103,6 +103,14 @@ class Engine:
             raise HorovodInternalError(f"horovod (served by matex): {what} failed: "
                                        f"{self.lib.matex_last_error().decode(errors='replace')}")
 
+    def check_submission(self, status, what):
+        """A refused submission: ValueError for a bad one (a name still in flight, as Horovod raises for
+        two operations under one name at once), HorovodInternalError otherwise."""
+        if status == INVALID_ARG:
+            raise ValueError(f"horovod (served by matex): {what} failed: "
+                             f"{self.lib.matex_last_error().decode(errors='replace')}")
+        self.check(status, what)
+
     def start(self):
         with self._lock:
             if self.started:
@@ -157,8 +165,8 @@ class Engine:
         spec = _TensorOp(name.encode(), coll, _IN_PLACE if send is None else send, recv, count, row_elements,
                          DTYPES[dtype], OPS[op], root, prescale, postscale, None, None)
         handle = ctypes.c_void_p()
-        self.check(self.lib.matex_engine_submit(self._engine, ctypes.byref(spec), 1, ctypes.byref(handle)),
-                   f"submitting {name!r}")
+        self.check_submission(self.lib.matex_engine_submit(self._engine, ctypes.byref(spec), 1,
+                                                           ctypes.byref(handle)), f"submitting {name!r}")
         return Request(self, handle, keep)
 
     def refuse(self, name, coll, reason, status=INVALID_ARG):
@@ -197,7 +205,7 @@ class Engine:
         status = self.lib.matex_engine_submit(self._engine, specs, n, handles)
         if status != 0:
             names = ", ".join(repr(spec.name.decode()) for spec, _, _, _ in items[:3])
-            self.check(status, f"submitting {names}{' and others' if n > 3 else ''}")
+            self.check_submission(status, f"submitting {names}{' and others' if n > 3 else ''}")
         return [Request(self, ctypes.c_void_p(handles[i]), items[i][3]) for i in range(n)]
 
     def submit_one(self, spec, keep):
@@ -206,7 +214,7 @@ class Engine:
         handle = ctypes.c_void_p()
         status = self.lib.matex_engine_submit(self._engine, ctypes.byref(spec), 1, ctypes.byref(handle))
         if status != 0:
-            self.check(status, f"submitting {spec.name.decode()!r}")
+            self.check_submission(status, f"submitting {spec.name.decode()!r}")
         return Request(self, handle, keep)
 
     def alltoallv(self, send, sendcounts, recv, recvcounts, dtype):

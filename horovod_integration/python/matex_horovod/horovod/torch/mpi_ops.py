@@ -34,6 +34,24 @@ _counters = {}
 _counter_lock = threading.Lock()
 _handles = {}
 _handle_ids = itertools.count(1)
+_reserved = set()  # names of operations submitted and not yet synchronized
+
+
+def _reserve(names, who):
+    """Takes names for one operation: a name whose earlier operation has not been synchronized yet is a
+    ValueError, as Horovod refuses two operations under one name at once (matex's engine would run the
+    second as a new tensor once the first completed, however close the two calls)."""
+    with _counter_lock:
+        taken = [n for n in names if n in _reserved]
+        if taken:
+            raise ValueError(f"horovod.torch.{who}: an operation named {taken[0]!r} was submitted and not yet "
+                             "synchronized; two operations under one name at once are not allowed")
+        _reserved.update(names)
+
+
+def _release(names):
+    with _counter_lock:
+        _reserved.difference_update(names)
 
 
 def _name(kind, name):
@@ -88,6 +106,7 @@ class _Pending:
     def __init__(self, requests, finish):
         self.requests = requests
         self.finish = finish
+        self.names = [r.name for r in requests]
 
     def done(self):
         return all(r.done() for r in self.requests)
@@ -118,6 +137,7 @@ def synchronize(handle):
             request.wait()
         except HorovodInternalError as error:
             first_error = first_error or error
+    _release(pending.names)
     if first_error is not None:
         raise first_error
     return pending.finish()
@@ -156,6 +176,15 @@ def _allreduce_async_into(tensors, outputs, name, op, prescale_factor, postscale
         return [], []
     base = _name("allreduce", name)
     names = [base if len(tensors) == 1 else f"{base}.{index}" for index in range(len(tensors))]
+    _reserve(names, who)
+    try:
+        return _submit_allreduces(tensors, outputs, names, op, prescale_factor, postscale_factor, who)
+    except BaseException:
+        _release(names)
+        raise
+
+
+def _submit_allreduces(tensors, outputs, names, op, prescale_factor, postscale_factor, who):
     # Every tensor is checked before any is submitted: a refusal covers the whole group on every rank.
     plans = []
     try:
@@ -176,8 +205,10 @@ def _allreduce_async_into(tensors, outputs, name, op, prescale_factor, postscale
             reduce_op, prescale, postscale = "sum", 1.0, 1.0
             _scale_integers(host.host, integer[0])
             host.after = lambda h=host.host, factor=integer[1]: _scale_integers(h, factor)
-        requests.append(engine.submit(tensor_name, ALLREDUCE, None, host.host.data_ptr(), host.host.numel(), dtype,
-                                      op=reduce_op, prescale=prescale, postscale=postscale, keep=(host.host,)))
+        request = engine.submit(tensor_name, ALLREDUCE, None, host.host.data_ptr(), host.host.numel(), dtype,
+                                op=reduce_op, prescale=prescale, postscale=postscale, keep=(host.host,))
+        request.name = tensor_name
+        requests.append(request)
         staged.append(host)
     return requests, staged
 
@@ -274,6 +305,15 @@ def allgather_async(tensor, name=None, process_set=process_sets.global_process_s
     differ between ranks; the other dimensions must agree)."""
     process_sets.check(process_set, "allgather")
     tensor_name = _name("allgather", name)
+    _reserve([tensor_name], "allgather_async")
+    try:
+        return _submit_allgather(tensor, tensor_name)
+    except BaseException:
+        _release([tensor_name])
+        raise
+
+
+def _submit_allgather(tensor, tensor_name):
     try:
         dtype = _dtype(tensor, "allgather")
         if tensor.dim() == 0:
@@ -290,6 +330,7 @@ def allgather_async(tensor, name=None, process_set=process_sets.global_process_s
     send = host.host.data_ptr() if host.host.numel() else ctypes.addressof(_NO_ROWS)
     request = engine.submit(tensor_name, ALLGATHER, send, None, rows, dtype,
                             row_elements=row_elements, keep=(host.host,))
+    request.name = tensor_name
 
     def finish():
         address, total = request.output()
@@ -329,6 +370,15 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=process_sets.glob
     """root_rank's tensor copied into tensor on every rank; returns a handle."""
     process_sets.check(process_set, "broadcast")
     tensor_name = _name("broadcast", name)
+    _reserve([tensor_name], "broadcast_async_")
+    try:
+        return _submit_broadcast(tensor, root_rank, tensor_name)
+    except BaseException:
+        _release([tensor_name])
+        raise
+
+
+def _submit_broadcast(tensor, root_rank, tensor_name):
     try:
         dtype = _dtype(tensor, "broadcast_")
         _check_root(root_rank, "broadcast_")
@@ -337,6 +387,7 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=process_sets.glob
     host = _Staged(tensor)
     request = engine.submit(tensor_name, BROADCAST, None, host.host.data_ptr(), host.host.numel(),
                             dtype, root=int(root_rank), keep=(host.host,))
+    request.name = tensor_name
     return _register([request], host.finish)
 
 
@@ -447,15 +498,19 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=process_sets.
     process_sets.check(process_set, "reducescatter")
     reduce_op = _ops.resolve(op, None, "reducescatter")
     if tensor.dim() == 0:
-        raise ValueError("horovod.torch.reducescatter: the tensor needs at least one dimension")
-    full = synchronize(allreduce_async(tensor, name=None if name is None else f"reducescatter.{name}",
-                                       op={"average": Average, "sum": Sum, "min": Min, "max": Max,
-                                           "product": Product}[reduce_op],
-                                       prescale_factor=prescale_factor, postscale_factor=postscale_factor))
+        _refuse([_name("allreduce", None if name is None else f"reducescatter.{name}")], ALLREDUCE,
+                ValueError("horovod.torch.reducescatter: the tensor needs at least one dimension"))
+    # The allreduce stays in flight until synchronize(), as Horovod's reduce-scatter does.
+    reduced = _handles.pop(allreduce_async(tensor, name=None if name is None else f"reducescatter.{name}",
+                                           op={"average": Average, "sum": Sum, "min": Min, "max": Max,
+                                               "product": Product}[reduce_op],
+                                           prescale_factor=prescale_factor, postscale_factor=postscale_factor))
     shares = _ops.split_rows(tensor.shape[0], engine.size)
     start = sum(shares[:engine.rank])
-    mine = full[start:start + shares[engine.rank]].clone()
-    return _register([], lambda: mine)
+
+    def finish():
+        return reduced.finish()[start:start + shares[engine.rank]].clone()
+    return _register(reduced.requests, finish)
 
 
 class _ReducescatterFunction(torch.autograd.Function):
