@@ -5,6 +5,7 @@ splits, scaling, the optimizer and its options, SyncBatchNorm, and
 mismatches between ranks, which must be errors naming what differed, never
 hangs. Run under mpirun with MATEX_HOROVOD=1 (tests/horovod/CMakeLists.txt)."""
 import os
+import warnings
 
 import numpy as np
 import torch
@@ -109,6 +110,24 @@ for op, factor in ((hvd.Sum, size), (hvd.Average, 1)):  # reduce-scatter: every 
     (hvd.reducescatter(x, op=op) * upstream[rank][:2]).sum().backward()
     check_equal(x.grad, np.concatenate([u.numpy()[:2] for u in upstream]) * factor, f"reducescatter gradient {op}",
                 rtol=1e-6)
+# grouped_allreduce: each gradient reduced as its tensor was (a sum, then an average)
+for op, combine in ((hvd.Sum, np.sum), (hvd.Average, np.mean)):
+    xs = [t(rows_input(rank, 2, 3)).requires_grad_(), t(rank_input(rank, 4)).requires_grad_()]
+    ups = [[t(rows_input(r, 2, 3, salt=7)) for r in everyone], [t(rank_input(r, 4, salt=8)) for r in everyone]]
+    outs = hvd.grouped_allreduce(xs, op=op)
+    ((outs[0] * ups[0][rank]).sum() + (outs[1] * ups[1][rank]).sum()).backward()
+    for x, up in zip(xs, ups):
+        check_equal(x.grad, combine([u.numpy() for u in up], 0), f"grouped_allreduce gradient {op}", rtol=1e-6)
+# grouped_allgather: each tensor's rows of its gradient averaged across ranks, as allgather's
+widths, row_counts = (3, 2), [[1 + r % 2 for r in everyone], [2] * size]
+xs = [t(rows_input(rank, row_counts[i][rank], widths[i])).requires_grad_() for i in range(2)]
+outs = hvd.grouped_allgather(xs)
+ups = [[t(rows_input(r, sum(row_counts[i]), widths[i], salt=9 + i)) for r in everyone] for i in range(2)]
+((outs[0] * ups[0][rank]).sum() + (outs[1] * ups[1][rank]).sum()).backward()
+for i, x in enumerate(xs):
+    start = sum(row_counts[i][:rank])
+    check_equal(x.grad, np.mean([u.numpy() for u in ups[i]], 0)[start:start + row_counts[i][rank]],
+                f"grouped_allgather gradient {i}", rtol=1e-6)
 x = t(rows_input(rank, 2 * size, 3)).requires_grad_()  # all-to-all: the gradient rows go back where they came from
 (hvd.alltoall(x) * upstream[rank]).sum().backward()
 check_equal(x.grad, np.concatenate([upstream[j].numpy()[2 * rank:2 * rank + 2] for j in everyone]),
@@ -226,6 +245,15 @@ with optimizer.skip_synchronize():
     optimizer.step()
 for p, b, g in zip(model.parameters(), before, expected):
     check_equal(p.detach(), b.numpy() - 0.5 * g, "skip_synchronize step", rtol=1e-6)
+# step() after synchronize() without skip_synchronize() says so (in the words Horovod's tests look for)
+optimizer.zero_grad()
+torch.nn.functional.mse_loss(model(data[rank][0]), data[rank][1]).backward()
+optimizer.synchronize()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    optimizer.step()
+assert any("optimizer.step() called without optimizer.skip_synchronize()" in str(w.message) for w in caught), \
+    [str(w.message) for w in caught]
 # Named-parameter mistakes are refused
 expect_error(lambda: hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                               named_parameters=[("w", p) for p in model.parameters()]),
@@ -259,6 +287,25 @@ for sparse_as_dense in (False, True):
             dense[row] += 1.0 / size
     check_equal(table.weight.grad, dense, "sparse_as_dense", rtol=1e-6)
 
+# Without named_parameters every parameter still gets a name of its own, the same on every rank
+# (_parameter_names, which Horovod's tests read), across parameter groups.
+pair = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 2))
+unnamed = hvd.DistributedOptimizer(torch.optim.SGD([{"params": pair[0].parameters()},
+                                                    {"params": pair[1].parameters()}], lr=0.1))
+names = unnamed._parameter_names
+assert len(names) == 4 and len(set(names.values())) == 4, names
+assert hvd.allgather_object(sorted(names.values())) == [sorted(names.values())] * size
+# A fresh optimizer's state is made with zero gradients, which stay (as in Horovod); a parameter that
+# needs no gradient keeps none, and the parameters keep their values.
+frozen = torch.nn.Linear(3, 1)
+frozen.bias.requires_grad_(False)
+fresh = torch.optim.SGD(frozen.parameters(), lr=0.1, momentum=0.9, weight_decay=0.01)
+values = [p.detach().clone() for p in frozen.parameters()]
+hvd.broadcast_optimizer_state(fresh, root_rank=0)
+check_equal(frozen.weight.grad, np.zeros((1, 3)), "a fresh state's zero gradient")
+assert frozen.bias.grad is None, frozen.bias.grad
+for p, v in zip(frozen.parameters(), values):
+    check_equal(p.detach(), v, "a fresh state leaves the parameters alone")
 # broadcast_optimizer_state: root's moments and hyperparameters everywhere; a fresh state is made first.
 # A new model: the DistributedOptimizers above still hook the old one's parameters.
 model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))

@@ -30,9 +30,10 @@ def broadcast_parameters(params, root_rank, prefix=None):
 
 def _initialize_state(optimizer):
     """Creates a fresh optimizer's state (one step on zero gradients, as
-    Horovod does) without changing the parameters: they are restored."""
+    Horovod does) without changing the parameters: they are restored. The
+    zero gradients stay, as in Horovod."""
     params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
-    saved = [(p, p.detach().clone(), p.grad) for p in params]
+    saved = [(p, p.detach().clone()) for p in params]
     for p in params:
         p.grad = torch.zeros_like(p)
         if isinstance(optimizer, torch.optim.SparseAdam):
@@ -41,9 +42,8 @@ def _initialize_state(optimizer):
     step = super(_DistributedMixin, optimizer).step if isinstance(optimizer, _DistributedMixin) else optimizer.step
     step()
     with torch.no_grad():
-        for p, value, grad in saved:
+        for p, value in saved:
             p.copy_(value)
-            p.grad = grad
 
 
 def broadcast_optimizer_state(optimizer, root_rank, model=None):

@@ -287,12 +287,29 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
 
 def grouped_allreduce(tensors, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
                       postscale_factor=1.0, process_set=process_sets.global_process_set):
+    """New tensors: each of tensors reduced across ranks, in one group. Differentiable, as Horovod's is:
+    the gradients are reduced the same way."""
     from .compression import Compression
     compression = compression or Compression.none
     packed = [compression.compress(t) for t in tensors]
-    reduced = synchronize(grouped_allreduce_async([c for c, _ in packed], average, name, op, prescale_factor,
-                                                  postscale_factor, process_set))
+    reduced = _GroupedAllreduceFunction.apply(average, name, op, prescale_factor, postscale_factor, process_set,
+                                              *[c for c, _ in packed])
     return [compression.decompress(r, context) for r, (_, context) in zip(reduced, packed)]
+
+
+class _GroupedAllreduceFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, average, name, op, prescale_factor, postscale_factor, process_set, *tensors):
+        ctx.args = (average, op, prescale_factor, postscale_factor, process_set)
+        return tuple(synchronize(grouped_allreduce_async(list(tensors), average, name, op, prescale_factor,
+                                                         postscale_factor, process_set)))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        average, op, prescale_factor, postscale_factor, process_set = ctx.args
+        reduced = synchronize(grouped_allreduce_async([g.contiguous() for g in grads], average, None, op,
+                                                      prescale_factor, postscale_factor, process_set))
+        return (None,) * 6 + tuple(reduced)
 
 
 # ---- allgather, broadcast --------------------------------------------------------------------------------
@@ -361,9 +378,28 @@ class _AllgatherFunction(torch.autograd.Function):
 
 
 def grouped_allgather(tensors, name=None, process_set=process_sets.global_process_set):
-    base = _name("grouped_allgather", name)
-    handles = [allgather_async(t, f"{base}.{i}", process_set) for i, t in enumerate(tensors)]
-    return [synchronize(h) for h in handles]
+    """allgather of each tensor, in one group; differentiable, as Horovod's is."""
+    return list(_GroupedAllgatherFunction.apply(name, process_set, *tensors))
+
+
+class _GroupedAllgatherFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, process_set, *tensors):
+        ctx.rows = [t.shape[0] if t.dim() else 1 for t in tensors]
+        base = _name("grouped_allgather", name)
+        handles = [allgather_async(t, f"{base}.{i}", process_set) for i, t in enumerate(tensors)]
+        return tuple(synchronize(h) for h in handles)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        # Each tensor's rows of its gradient averaged across ranks, as allgather's own gradient.
+        averaged = synchronize(grouped_allreduce_async([g.contiguous() for g in grads], op=Average))
+        counts = engine.gather_ints(ctx.rows, "grouped_allgather_backward")
+        results = []
+        for index, (gradient, rows) in enumerate(zip(averaged, ctx.rows)):
+            start = sum(c[index] for c in counts[:engine.rank])
+            results.append(gradient[start:start + rows])
+        return (None, None) + tuple(results)
 
 
 def broadcast_async_(tensor, root_rank, name=None, process_set=process_sets.global_process_set):

@@ -63,7 +63,8 @@ class _DistributedMixin:
         if self.backward_passes_per_step < 1:
             raise ValueError(f"horovod.torch.DistributedOptimizer: backward_passes_per_step must be >= 1, not "
                              f"{backward_passes_per_step}")
-        self._names = self._parameter_names(named_parameters)
+        # parameter -> its name, the same on every rank (Horovod's _parameter_names, which its tests read)
+        self._parameter_names = self._names = self._name_parameters(named_parameters)
         # Keyed by id(parameter): a tensor's own hash is a Python call, and these run for every gradient.
         self._delay = {id(p): self.backward_passes_per_step for p in self._names}
         self._handles = {}  # id -> None (a pass accumulated locally) or (parameter, pending, tensor, context)
@@ -91,7 +92,7 @@ class _DistributedMixin:
         self._hooks[p] = p.register_post_accumulate_grad_hook(self._on_gradient)
         _owners[id(p)] = (weakref.ref(p), weakref.ref(self))
 
-    def _parameter_names(self, named_parameters):
+    def _name_parameters(self, named_parameters):
         everything = [p for group in self.param_groups for p in group["params"]]
         if named_parameters is None:
             return {p: f"noname.{i}" for i, p in enumerate(everything)}
@@ -221,8 +222,8 @@ class _DistributedMixin:
     def step(self, closure=None):
         if self._should_synchronize:
             if self._synchronized:
-                warnings.warn("optimizer.step() called after optimizer.synchronize() without "
-                              "optimizer.skip_synchronize(): the gradients are averaged twice over the wire "
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() after "
+                              "optimizer.synchronize(): the gradients are averaged twice over the wire "
                               "(same result, twice the traffic)")
             self.synchronize()
         self._synchronized = False
