@@ -375,6 +375,16 @@ if size > 1:
                  "mismatch.dtype", "float32", "float64")
     expect_error(lambda: hvd.broadcast(t([1.0]), root_rank=rank, name="mismatch.root"), "mismatch.root", "root=")
     expect_error(lambda: hvd.allgather(t(rows_input(rank, 2, 2 + rank)), name="mismatch.width"), "mismatch.width")
+    # One count in different shapes (Horovod compares shapes, not counts)
+    expect_error(lambda: hvd.allreduce(t(np.ones((17, 1311)) if rank == 0 else np.ones((17, 23, 57))),
+                                       name="mismatch.shape"), "mismatch.shape", "shape=[17, 1311]",
+                 "shape=[17, 23, 57]")
+    expect_error(lambda: hvd.broadcast(t(np.ones((2, 3)) if rank == 0 else np.ones((3, 2))), 0,
+                                       name="mismatch.bshape"), "mismatch.bshape", "shape=[2, 3]", "shape=[3, 2]")
+    expect_error(lambda: hvd.allgather(t(np.ones((2, 2, 3)) if rank == 0 else np.ones((1, 3, 2))),
+                                       name="mismatch.gshape"), "mismatch.gshape", "shape=[2, 2, 3]")
+    expect_error(lambda: hvd.reducescatter(t(np.ones((2 * size, 6)) if rank == 0 else np.ones((2 * size, 2, 3))),
+                                           name="mismatch.rshape"), "mismatch.rshape", "shape=")
     expect_error(lambda: hvd.allreduce(t([1.0, 2.0], torch.int32 if rank % 2 == 0 else torch.float32), op=hvd.Sum,
                                        name="mismatch.type"), "mismatch.type", "int32", "float32")
     # An error one rank finds before submitting reaches the others as an error naming it, not a wait; unnamed

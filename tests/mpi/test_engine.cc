@@ -726,6 +726,50 @@ TEST_F(EngineTest, ARefusalFailsTheTensorOnEveryRank) {
   agree_no_errors(errors, "refusals");
 }
 
+// Shapes given with matex_engine_submit_shaped must agree as counts do: one count in two shapes fails
+// on every rank quoting each rank's shape; agreeing shapes, or none, run; a shape that does not match
+// its count is refused at once.
+TEST_F(EngineTest, ShapesOfOneCountMustAgree) {
+  long long errors = 0;
+  std::vector<float> in(6, 1.0f), out(6, 0.0f);
+  const int64_t wide[] = {2, 3}, tall[] = {3, 2};
+  const bool odd_one = world_size() > 1 && world_rank() == 1;
+  struct Round {
+    const char* name;
+    const int64_t* dims;  // NULL: no shape given on this rank
+    bool fails;
+  };
+  const Round rounds[] = {
+      {"shaped/differs", odd_one ? tall : wide, world_size() > 1},
+      {"shaped/agrees", wide, false},
+      {"shaped/partly", odd_one ? nullptr : wide, false},
+  };
+  for (const Round& round : rounds) {
+    matex_tensor_op_t op = float_sum(round.name, in.data(), out.data(), in.size());
+    const matex_shape_t shape{round.dims == nullptr ? 0u : 2u, round.dims};
+    matex_request_t request = nullptr;
+    ASSERT_EQ(matex_engine_submit_shaped(engine_, &op, &shape, 1, &request), MATEX_SUCCESS) << matex_last_error();
+    if (round.fails) {
+      errors += expect_error(matex_request_wait(request), MATEX_ERR_MISMATCH, "shape=[3, 2]", round.name);
+    } else {
+      EXPECT_EQ(matex_request_wait(request), MATEX_SUCCESS) << round.name << ": " << matex_last_error();
+      for (float v : out) errors += v != static_cast<float>(world_size());
+    }
+    matex_request_free(&request);
+  }
+  // Shapes that do not describe the count are refused on the caller's rank, before anything is queued.
+  matex_tensor_op_t op = float_sum("shaped/bad", in.data(), out.data(), in.size());
+  const int64_t five[] = {5}, negative[] = {-2, -3};
+  const matex_shape_t wrong{1, five}, minus{2, negative}, missing{2, nullptr};
+  errors += expect_error(matex_engine_submit_shaped(engine_, &op, &wrong, 1, nullptr), MATEX_ERR_INVALID_ARG,
+                         "5 elements, not count=6", "a shape of another count");
+  errors += expect_error(matex_engine_submit_shaped(engine_, &op, &minus, 1, nullptr), MATEX_ERR_INVALID_ARG,
+                         "negative extent", "a negative extent");
+  errors += expect_error(matex_engine_submit_shaped(engine_, &op, &missing, 1, nullptr), MATEX_ERR_INVALID_ARG,
+                         "shapes[0].dims is NULL", "dims missing");
+  agree_no_errors(errors, "shapes");
+}
+
 TEST_F(EngineTest, BadSubmissionsAreRefusedWithoutQueuing) {
   std::vector<float> a(4, 1.0f), b(4, 0.0f);
   matex_tensor_op_t op = float_sum("refused", a.data(), b.data(), 4);

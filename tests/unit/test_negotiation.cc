@@ -201,6 +201,42 @@ TEST(Negotiation, SeveralRefusalsAreAllQuotedWithTheLowestRanksStatus) {
   EXPECT_NE(r[0].error.find("rank 0: no such op; rank 2: bad shape"), std::string::npos) << r[0].error;
 }
 
+TensorSpec shaped(TensorSpec spec, std::vector<int64_t> shape) {
+  spec.shape = std::move(shape);
+  return spec;
+}
+
+TEST(Negotiation, ShapesOfOneCountMustAgreeWhereGiven) {
+  Coordinator c(3, 0, 0);
+  const auto now = Clock::now();
+  const TensorSpec flat = allreduce(17 * 1311);
+  c.add(0, announce({{"s", shaped(flat, {17, 1311})}, {"same", shaped(flat, {17, 1311})}}), now);
+  c.add(1, announce({{"s", shaped(flat, {17, 23, 57})}, {"same", flat}}), now);  // "same": rank 1 gives none
+  c.add(2, announce({{"s", shaped(flat, {17, 1311})}, {"same", shaped(flat, {17, 1311})}}), now);
+  const std::vector<Response> r = c.take_responses();
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].type, Response::Type::kError);
+  EXPECT_EQ(r[0].status, MATEX_ERR_MISMATCH);
+  EXPECT_NE(r[0].error.find("rank 0: allreduce float32 sum count=22287 shape=[17, 1311]"), std::string::npos)
+      << r[0].error;
+  EXPECT_NE(r[0].error.find("rank 1: allreduce float32 sum count=22287 shape=[17, 23, 57]"), std::string::npos)
+      << r[0].error;
+  EXPECT_EQ(r[1].type, Response::Type::kExecute) << r[1].error;
+}
+
+TEST(Negotiation, AllgatherShapesAgreePastTheirFirstExtent) {
+  TensorSpec rows;
+  rows.kind = TensorKind::kAllgather;
+  rows.row_elements = 6;
+  TensorSpec a = rows, b = rows, c = rows;
+  a.count = 1, a.shape = {1, 2, 3};
+  b.count = 4, b.shape = {4, 2, 3};
+  c.count = 4, c.shape = {4, 3, 2};
+  EXPECT_TRUE(a.agrees_with(b));
+  EXPECT_FALSE(a.agrees_with(c));
+  EXPECT_FALSE(a.agrees_exactly(b));
+}
+
 TEST(Negotiation, ShutdownNeedsEveryRanksVote) {
   Coordinator c(2, 1 << 20, 1 << 20);
   const auto now = Clock::now();
@@ -226,6 +262,10 @@ TEST(Negotiation, WireFormatRoundTrips) {
   ASSERT_EQ(refusal_back.entries.size(), 1u);
   EXPECT_EQ(refusal_back.entries[0].refusal_status, MATEX_ERR_MISMATCH);
   EXPECT_EQ(refusal_back.entries[0].refusal, "shape [2, 3], not [3, 2]");
+  Announcement with_shape = announce({{"x", shaped(allreduce(6), {2, 3})}, {"y", allreduce(6)}});
+  const Announcement shape_back = Announcement::decode(with_shape.encode());
+  EXPECT_EQ(shape_back.entries[0].spec.shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_TRUE(shape_back.entries[1].spec.shape.empty());
 
   Response r;
   r.type = Response::Type::kError;

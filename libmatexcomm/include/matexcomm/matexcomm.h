@@ -400,6 +400,19 @@ MATEX_API matex_status_t matex_engine_destroy(matex_engine_t* engine);
  * submission is refused they are set to NULL. */
 MATEX_API matex_status_t matex_engine_submit(matex_engine_t engine, const matex_tensor_op_t* ops, size_t n,
                                              matex_request_t* requests);
+/* A tensor's dimensions (for matex_engine_submit_shaped). */
+typedef struct {
+  size_t ndim;
+  const int64_t* dims; /* ndim extents, each >= 0 */
+} matex_shape_t;
+/* matex_engine_submit with each op's shape: shapes[i] for ops[i] (shapes itself may be NULL: none).
+ * Ranks that give a shape must agree on it as on the count, so that tensors of one count and different
+ * shapes (a [17, 1311] and a [17, 23, 57]) fail on every rank with MATEX_ERR_MISMATCH quoting each
+ * rank's shape; allgathers agree on every dimension but the first. The product of the dimensions must
+ * be count (allgather: dims[0] is count, this rank's rows, and the others multiply to row_elements). */
+MATEX_API matex_status_t matex_engine_submit_shaped(matex_engine_t engine, const matex_tensor_op_t* ops,
+                                                    const matex_shape_t* shapes, size_t n,
+                                                    matex_request_t* requests);
 /* Hands over, in place of a tensor, this rank's refusal of it: a check of the
  * caller's own failed (a dtype, an op, a shape it cannot serve), and the other
  * ranks must not wait for data that will never come. Once every rank has

@@ -70,6 +70,14 @@ matexcomm::TensorOp convert(const matex_tensor_op_t& in, size_t index) {
   return op;
 }
 
+std::vector<int64_t> shape_of(const matex_shape_t& shape, size_t index) {
+  const std::string what = "shapes[" + std::to_string(index) + "]";
+  MATEX_REQUIRE(shape.ndim == 0 || shape.dims != nullptr, MATEX_ERR_INVALID_ARG, what + ".dims is NULL");
+  MATEX_REQUIRE(shape.ndim <= 64, MATEX_ERR_INVALID_ARG, what + ".ndim " + std::to_string(shape.ndim) +
+                                                            " is more than 64 dimensions");
+  return std::vector<int64_t>(shape.dims, shape.dims + shape.ndim);
+}
+
 }  // namespace
 
 extern "C" {
@@ -96,13 +104,21 @@ matex_status_t matex_engine_destroy(matex_engine_t* engine) {
 
 matex_status_t matex_engine_submit(matex_engine_t engine, const matex_tensor_op_t* ops, size_t n,
                                    matex_request_t* requests) {
+  return matex_engine_submit_shaped(engine, ops, nullptr, n, requests);
+}
+
+matex_status_t matex_engine_submit_shaped(matex_engine_t engine, const matex_tensor_op_t* ops,
+                                          const matex_shape_t* shapes, size_t n, matex_request_t* requests) {
   return guarded([&] {
     matexcomm::Engine& impl = live_engine(engine);
     MATEX_REQUIRE(n == 0 || ops != nullptr, MATEX_ERR_INVALID_ARG, "ops is NULL");
     if (requests != nullptr) std::fill(requests, requests + n, nullptr);  // what a refusal leaves
     std::vector<matexcomm::TensorOp> converted;
     converted.reserve(n);
-    for (size_t i = 0; i < n; ++i) converted.push_back(convert(ops[i], i));
+    for (size_t i = 0; i < n; ++i) {
+      converted.push_back(convert(ops[i], i));
+      if (shapes != nullptr) converted.back().spec.shape = shape_of(shapes[i], i);
+    }
     std::vector<std::unique_ptr<matex_request_s>> handles;
     if (requests != nullptr) {
       for (const auto& op : converted) handles.push_back(std::make_unique<matex_request_s>(matex_request_s{op.state}));

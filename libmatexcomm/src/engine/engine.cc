@@ -84,6 +84,29 @@ Engine::~Engine() {
   if (thread_.joinable()) thread_.join();
 }
 
+// A shape, where given, has no negative extent and describes the count (an allgather: the rows and
+// row_elements); a scalar's empty dimension list is told apart from none by ndim on the C side only.
+void Engine::check_shape(const TensorOp& op) const {
+  const std::vector<int64_t>& shape = op.spec.shape;
+  if (shape.empty()) return;
+  const std::string what = "tensor '" + op.name + "': shape";
+  uint64_t trailing = 1;  // the product of every extent but the first
+  for (size_t i = 0; i < shape.size(); ++i) {
+    MATEX_REQUIRE(shape[i] >= 0, MATEX_ERR_INVALID_ARG, what + " has a negative extent " + std::to_string(shape[i]));
+    if (i > 0) trailing *= static_cast<uint64_t>(shape[i]);
+  }
+  const uint64_t first = static_cast<uint64_t>(shape[0]);
+  if (op.spec.kind == TensorKind::kAllgather) {
+    MATEX_REQUIRE(first == op.spec.count && trailing == op.spec.row_elements, MATEX_ERR_INVALID_ARG,
+                  what + " does not match " + op.spec.describe() + " (its first extent is the rows, the others "
+                  "multiply to row_elements=" + std::to_string(op.spec.row_elements) + ")");
+    return;
+  }
+  MATEX_REQUIRE(first * trailing == op.spec.count, MATEX_ERR_INVALID_ARG,
+                what + " has " + std::to_string(first * trailing) + " elements, not count=" +
+                    std::to_string(op.spec.count));
+}
+
 void Engine::check(const TensorOp& op) const {
   MATEX_REQUIRE(!op.name.empty(), MATEX_ERR_INVALID_ARG, "tensor name is empty");
   MATEX_REQUIRE(op.name.size() <= kMaxNameBytes, MATEX_ERR_INVALID_ARG,
@@ -93,6 +116,7 @@ void Engine::check(const TensorOp& op) const {
     MATEX_REQUIRE(!op.refusal.empty(), MATEX_ERR_INVALID_ARG, what + "a refusal needs a reason");
     return;
   }
+  check_shape(op);
   const matex_dtype_t dtype = static_cast<matex_dtype_t>(op.spec.dtype);
   MATEX_REQUIRE(dtype_valid(dtype), MATEX_ERR_INVALID_ARG, what + "dtype " + std::to_string(op.spec.dtype) + " is not a matex_dtype_t");
   const bool has_data = op.spec.count > 0;

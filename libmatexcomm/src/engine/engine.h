@@ -97,6 +97,7 @@ class Engine {
 
  private:
   void check(const TensorOp& op) const;
+  void check_shape(const TensorOp& op) const;
   void loop();
   // Waits for work (or a cycle), moves the queue into pending_; returns whether to vote for shutdown.
   bool absorb_queue();

@@ -30,6 +30,8 @@ class Writer {
     put(spec.root);
     put(spec.count);
     put(spec.row_elements);
+    put<uint32_t>(static_cast<uint32_t>(spec.shape.size()));
+    for (int64_t extent : spec.shape) put(extent);
   }
   std::string take() { return std::move(out_); }
 
@@ -63,6 +65,8 @@ class Reader {
     spec.root = get<int32_t>();
     spec.count = get<uint64_t>();
     spec.row_elements = get<uint64_t>();
+    spec.shape.resize(get<uint32_t>());
+    for (int64_t& extent : spec.shape) extent = get<int64_t>();
     return spec;
   }
   bool done() const { return at_ == in_.size(); }
@@ -86,8 +90,14 @@ const char* kind_name(TensorKind kind) {
 
 }  // namespace
 
+bool TensorSpec::shapes_agree(const TensorSpec& o) const {
+  if (shape.empty() || o.shape.empty()) return true;  // not given by one of them: counts decide
+  if (kind != TensorKind::kAllgather) return shape == o.shape;
+  return shape.size() == o.shape.size() && std::equal(shape.begin() + 1, shape.end(), o.shape.begin() + 1);
+}
+
 bool TensorSpec::agrees_with(const TensorSpec& o) const {
-  if (kind != o.kind || dtype != o.dtype) return false;
+  if (kind != o.kind || dtype != o.dtype || !shapes_agree(o)) return false;
   switch (kind) {
     case TensorKind::kAllreduce: return op == o.op && count == o.count;
     case TensorKind::kBroadcast: return root == o.root && count == o.count;
@@ -98,7 +108,7 @@ bool TensorSpec::agrees_with(const TensorSpec& o) const {
 
 bool TensorSpec::agrees_exactly(const TensorSpec& o) const {
   return kind == o.kind && dtype == o.dtype && op == o.op && root == o.root && count == o.count &&
-         row_elements == o.row_elements;
+         row_elements == o.row_elements && shape == o.shape;
 }
 
 size_t TensorSpec::bytes() const {
@@ -112,7 +122,13 @@ std::string TensorSpec::describe() const {
     case TensorKind::kBroadcast: text += " root=" + std::to_string(root); break;
     case TensorKind::kAllgather: text += " row_elements=" + std::to_string(row_elements); break;
   }
-  return text + (kind == TensorKind::kAllgather ? " rows=" : " count=") + std::to_string(count);
+  text += (kind == TensorKind::kAllgather ? " rows=" : " count=") + std::to_string(count);
+  if (!shape.empty()) {
+    text += " shape=[";
+    for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+    text += "]";
+  }
+  return text;
 }
 
 std::string Announcement::encode() const {

@@ -38,8 +38,12 @@ struct TensorSpec {
   int32_t root = 0;        // broadcast only
   uint64_t count = 0;      // elements; allgather: this rank's rows (may differ between ranks)
   uint64_t row_elements = 1;  // allgather: elements per row (must agree); 1 otherwise
+  // The tensor's dimensions where the caller gave them (matex_engine_submit_shaped), else empty. Ranks
+  // that all give one must agree on it (an allgather on every dimension but the first).
+  std::vector<int64_t> shape;
 
   bool agrees_with(const TensorSpec& other) const;    // as the ranks must (allgather rows may differ)
+  bool shapes_agree(const TensorSpec& other) const;   // given on both: equal (allgather: past dimension 0)
   bool agrees_exactly(const TensorSpec& other) const;  // every field
   size_t bytes() const;          // count * row_elements * dtype size
   std::string describe() const;  // "allreduce float32 sum count=10"

@@ -31,6 +31,10 @@ class _TensorOp(ctypes.Structure):
                 ("callback", ctypes.c_void_p), ("user_data", ctypes.c_void_p)]
 
 
+class _Shape(ctypes.Structure):
+    _fields_ = [("ndim", ctypes.c_size_t), ("dims", ctypes.POINTER(ctypes.c_int64))]
+
+
 class Request:
     """One submitted tensor. wait() blocks (without the GIL) and raises
     HorovodInternalError when the collective failed; the request is freed
@@ -159,14 +163,21 @@ class Engine:
             raise ValueError(f"horovod (served by matex): {who} before hvd.init(); call hvd.init() first")
 
     def submit(self, name, coll, send, recv, count, dtype, op="sum", root=0, prescale=1.0, postscale=1.0,
-               row_elements=0, keep=()):
-        """Queues one tensor; send/recv are addresses (send None: in place)."""
+               row_elements=0, keep=(), shape=None):
+        """Queues one tensor; send/recv are addresses (send None: in place). shape: the tensor's
+        dimensions, which the ranks must agree on as on the count (an allgather's past the first)."""
         self.require(name)
         spec = _TensorOp(name.encode(), coll, _IN_PLACE if send is None else send, recv, count, row_elements,
                          DTYPES[dtype], OPS[op], root, prescale, postscale, None, None)
         handle = ctypes.c_void_p()
-        self.check_submission(self.lib.matex_engine_submit(self._engine, ctypes.byref(spec), 1,
-                                                           ctypes.byref(handle)), f"submitting {name!r}")
+        if shape is None:
+            status = self.lib.matex_engine_submit(self._engine, ctypes.byref(spec), 1, ctypes.byref(handle))
+        else:
+            dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+            described = _Shape(len(shape), dims)
+            status = self.lib.matex_engine_submit_shaped(self._engine, ctypes.byref(spec), ctypes.byref(described), 1,
+                                                         ctypes.byref(handle))
+        self.check_submission(status, f"submitting {name!r}")
         return Request(self, handle, keep)
 
     def refuse(self, name, coll, reason, status=INVALID_ARG):

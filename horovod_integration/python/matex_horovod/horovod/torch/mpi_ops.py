@@ -206,7 +206,8 @@ def _submit_allreduces(tensors, outputs, names, op, prescale_factor, postscale_f
             _scale_integers(host.host, integer[0])
             host.after = lambda h=host.host, factor=integer[1]: _scale_integers(h, factor)
         request = engine.submit(tensor_name, ALLREDUCE, None, host.host.data_ptr(), host.host.numel(), dtype,
-                                op=reduce_op, prescale=prescale, postscale=postscale, keep=(host.host,))
+                                op=reduce_op, prescale=prescale, postscale=postscale, keep=(host.host,),
+                                shape=tuple(tensor.shape))
         request.name = tensor_name
         requests.append(request)
         staged.append(host)
@@ -346,7 +347,7 @@ def _submit_allgather(tensor, tensor_name):
     # An empty tensor still needs a real send address: a null one means "in place" to the engine.
     send = host.host.data_ptr() if host.host.numel() else ctypes.addressof(_NO_ROWS)
     request = engine.submit(tensor_name, ALLGATHER, send, None, rows, dtype,
-                            row_elements=row_elements, keep=(host.host,))
+                            row_elements=row_elements, keep=(host.host,), shape=tuple(tensor.shape))
     request.name = tensor_name
 
     def finish():
@@ -422,7 +423,7 @@ def _submit_broadcast(tensor, root_rank, tensor_name):
         _refuse([tensor_name], BROADCAST, error)
     host = _Staged(tensor)
     request = engine.submit(tensor_name, BROADCAST, None, host.host.data_ptr(), host.host.numel(),
-                            dtype, root=int(root_rank), keep=(host.host,))
+                            dtype, root=int(root_rank), keep=(host.host,), shape=tuple(tensor.shape))
     request.name = tensor_name
     return _register([request], host.finish)
 
