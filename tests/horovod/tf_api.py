@@ -174,6 +174,24 @@ import time  # noqa: E402
 time.sleep(2.0 if rank == size - 1 else 0)  # the highest rank arrives last, by far more than ranks wake apart
 last = int(hvd.join())
 assert last == size - 1, last
+# Join as Horovod defines it: a joined rank adds zeros to the others' allreduces until every rank has
+# joined (averages still divide by the job's size); their broadcasts fail, naming it.
+for first in everyone:
+    values = [rank_input(r, 7) - 6 for r in everyone]
+    others = np.sum([values[r] for r in everyone if r != first], 0)
+    if rank == first:
+        last = int(hvd.join())
+    else:
+        check_equal(hvd.allreduce(tf.constant(values[rank], tf.float32), name="join.average"), others / size,
+                    f"join: average without rank {first}", rtol=1e-6)
+        check_equal(hvd.allreduce(tf.constant(values[rank], tf.int32), op=hvd.Sum, name="join.int32"), others,
+                    f"join: int32 sum without rank {first}")
+        if size > 1:
+            expect_error(lambda: hvd.broadcast(tf.constant([1.0]), root_rank=(first + 1) % size, name="join.bcast"),
+                         f"rank(s) {first} have joined")
+        last = int(hvd.join())
+    lasts = hvd.allgather_object(last)
+    assert len(set(lasts)) == 1 and (size == 1 or lasts[0] != first), (first, lasts)
 
 # ---- DistributedGradientTape: gradients averaged across ranks, eager and traced ------------------------------
 data = [(rows_input(r, 4, 3) / 100.0, rows_input(r, 4, 2) / 50.0) for r in everyone]

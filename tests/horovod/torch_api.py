@@ -188,8 +188,58 @@ assert hvd.allgather_object(("rank", rank, "x" * rank)) == [("rank", r, "x" * r)
 hvd.barrier()
 import time  # noqa: E402
 time.sleep(2.0 if rank == size - 1 else 0)  # the highest rank arrives last, by far more than ranks wake apart
-last = hvd.join()  # the final meeting: every rank learns the same last rank to arrive
+last = hvd.join()  # every rank learns the same last rank to arrive
 assert last == size - 1, last
+
+# Join as Horovod defines it: until every rank has joined, a joined rank adds zeros to the others'
+# allreduces (an average still divides by the job's size), and broadcasts and allgathers raise.
+for first in everyone:
+    values = [rank_input(r, 7) - 6 for r in everyone]  # -5..5, so integer averages truncate both ways
+    others = np.sum([values[r] for r in everyone if r != first], 0)
+    if rank == first:
+        last = hvd.join()
+    else:
+        # Named, as a joined rank does not count the others' unnamed calls (Horovod's names them by a counter)
+        check_equal(hvd.allreduce(t(values[rank]), name="join.average"), others / size,
+                    f"join: average without rank {first}", rtol=1e-6)
+        check_equal(hvd.allreduce(t(values[rank], torch.int32), op=hvd.Sum, name="join.int32"), others,
+                    f"join: int32 sum, {first}")
+        handles = [hvd.allreduce_async(t(values[rank], torch.int64), name="join.int64"),
+                   hvd.allreduce_async(t(values[rank][:1], torch.float64), name="join.one", op=hvd.Sum)]
+        check_equal(hvd.synchronize(handles[0]), np.trunc(others / size), f"join: int64 average, {first}")
+        check_equal(hvd.synchronize(handles[1]), others[:1], f"join: one element, {first}")
+        if size > 1:
+            expect_error(lambda: hvd.broadcast(t([1.0]), root_rank=(first + 1) % size, name="join.bcast"),
+                         f"rank(s) {first} have joined", kinds=(RuntimeError,))
+            # unnamed: the joined rank does not count it, and the counts meet again at the join
+            expect_error(lambda: hvd.allgather(t([[1.0, 2.0]])), f"rank(s) {first} have joined", kinds=(RuntimeError,))
+        last = hvd.join()
+    check_equal(hvd.allreduce(t(values[rank]), op=hvd.Sum), np.sum(values, 0), f"an unnamed call after join {first}")
+    lasts = hvd.allgather_object(last)
+    assert len(set(lasts)) == 1 and (size == 1 or lasts[0] != first), (first, lasts)
+
+# Uneven data, as Horovod's users train with join: rank r has r + 2 batches, and the optimizer's averages
+# over the steps where some ranks have run out count their zeros. The reference replays every rank's
+# gradients here (a linear least-squares model in float64, plain SGD).
+features = [np.random.RandomState(100 + r).randint(-3, 4, size=(r + 2, 4, 3)).astype(np.float64) for r in everyone]
+targets = [np.random.RandomState(200 + r).randint(-3, 4, size=(r + 2, 4)).astype(np.float64) for r in everyone]
+weights = np.array([0.5, -0.25, 0.125])
+model = torch.nn.Linear(3, 1, bias=False).double()
+with torch.no_grad():
+    model.weight.copy_(torch.tensor(weights[None, :]))
+optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01),
+                                     named_parameters=model.named_parameters())
+for step in range(rank + 2):
+    optimizer.zero_grad()
+    loss = ((model(torch.tensor(features[rank][step])).squeeze(1) - torch.tensor(targets[rank][step])) ** 2).mean()
+    loss.backward()
+    optimizer.step()
+hvd.join()
+for step in range(rank + 2):  # the steps this rank applied (a joined rank's model stays where it was)
+    active = [r for r in everyone if step < r + 2]
+    gradient = sum(2 * features[r][step].T @ (features[r][step] @ weights - targets[r][step]) / 4 for r in active)
+    weights = weights - 0.01 * gradient / size
+check_equal(model.weight.detach()[0], weights, "uneven batches with join", rtol=1e-12)
 
 # ---- the optimizer, broadcasts of models and optimizer state ------------------------------------------------
 torch.manual_seed(rank)  # different models on every rank until broadcast_parameters

@@ -27,6 +27,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <memory>
@@ -768,6 +769,118 @@ TEST_F(EngineTest, ShapesOfOneCountMustAgree) {
   errors += expect_error(matex_engine_submit_shaped(engine_, &op, &missing, 1, nullptr), MATEX_ERR_INVALID_ARG,
                          "shapes[0].dims is NULL", "dims missing");
   agree_no_errors(errors, "shapes");
+}
+
+// Every first-joining rank in turn, with the names new and cached: the others' allreduces (int32 and
+// float32 sums, a float64 average; counts 5, 17, 0 and 1, fused) see the joined rank's zeros, a
+// broadcast fails naming the joined rank, and the join returns one rank, not the first, everywhere.
+TEST_F(EngineTest, AJoinedRankTakesPartWithZerosUntilEveryRankHasJoined) {
+  const int size = world_size(), rank = world_rank();
+  const size_t counts[] = {5, 17, 0, 1};
+  const matex_dtype_t dtypes[] = {MATEX_INT32, MATEX_FLOAT32, MATEX_FLOAT64, MATEX_INT32};
+  const matex_op_t ops[] = {MATEX_SUM, MATEX_SUM, MATEX_AVG, MATEX_SUM};
+  constexpr size_t kTensors = 4;
+  long long errors = 0;
+  // Input element j of tensor t on rank r; the average's inputs are multiples of the size, so that
+  // every result is exact.
+  auto value = [&](size_t t, size_t j, int r) {
+    const double v = static_cast<double>((t * 5 + j * 3 + static_cast<size_t>(r) * 7) % 11) - 5;
+    return ops[t] == MATEX_AVG ? v * size : v;
+  };
+  auto step = [&](int joined, const std::string& prefix) {  // joined: a rank that contributes zeros, or -1
+    std::vector<std::vector<double>> in(kTensors);
+    std::vector<std::vector<unsigned char>> in_bytes(kTensors), out_bytes(kTensors);
+    std::vector<std::string> names(kTensors);
+    std::vector<matex_tensor_op_t> submitted(kTensors);
+    for (size_t t = 0; t < kTensors; ++t) {
+      for (size_t j = 0; j < counts[t]; ++j) in[t].push_back(value(t, j, rank));
+      encode(dtypes[t], in[t], &in_bytes[t]);
+      out_bytes[t].assign(in_bytes[t].size(), 0);
+      names[t] = prefix + "/" + std::to_string(t);
+      submitted[t] = float_sum(names[t].c_str(), in_bytes[t].data(), out_bytes[t].data(), counts[t]);
+      submitted[t].dtype = dtypes[t];
+      submitted[t].op = ops[t];
+    }
+    std::vector<matex_request_t> requests(kTensors, nullptr);
+    EXPECT_EQ(matex_engine_submit(engine_, submitted.data(), kTensors, requests.data()), MATEX_SUCCESS)
+        << matex_last_error();
+    EXPECT_EQ(matex_request_wait_all(requests.data(), kTensors), MATEX_SUCCESS) << prefix << ": " << matex_last_error();
+    for (matex_request_t& request : requests) matex_request_free(&request);
+    for (size_t t = 0; t < kTensors; ++t) {
+      for (size_t j = 0; j < counts[t]; ++j) {
+        const double got = decode(dtypes[t], out_bytes[t], j);
+        double want = 0;
+        for (int r = 0; r < size; ++r) want += r == joined ? 0.0 : value(t, j, r);
+        if (ops[t] == MATEX_AVG) want /= size;
+        if (got != want) {
+          ADD_FAILURE() << names[t] << "[" << j << "] is " << got << ", not " << want;
+          ++errors;
+        }
+      }
+    }
+  };
+  auto join = [&]() {
+    matex_request_t request = nullptr;
+    EXPECT_EQ(matex_engine_submit_join(engine_, &request), MATEX_SUCCESS) << matex_last_error();
+    EXPECT_EQ(matex_request_wait(request), MATEX_SUCCESS) << matex_last_error();
+    const void* data = nullptr;
+    size_t rows = 0;
+    int32_t last = -1;
+    EXPECT_EQ(matex_request_output(request, &data, &rows), MATEX_SUCCESS) << matex_last_error();
+    if (rows == 1 && data != nullptr) std::memcpy(&last, data, sizeof last);
+    matex_request_free(&request);
+    return last;
+  };
+  for (int first = 0; first < size; ++first) {
+    for (int cached = 0; cached < 2; ++cached) {
+      const std::string prefix = "join/" + std::to_string(first) + "/" + std::to_string(cached);
+      if (cached) step(-1, prefix);  // every rank once: the names are cached when the join comes
+      int32_t last = -1;
+      if (rank == first) {
+        last = join();
+      } else {
+        step(first, prefix);
+        std::vector<float> buffer(3, 1.0f);
+        const std::string bcast_name = prefix + "/bcast";
+        matex_tensor_op_t bcast = float_sum(bcast_name.c_str(), nullptr, buffer.data(), buffer.size());
+        bcast.coll = MATEX_COLL_BROADCAST;
+        bcast.root = (first + 1) % size;  // a rank that has not joined
+        matex_request_t request = nullptr;
+        ASSERT_EQ(matex_engine_submit(engine_, &bcast, 1, &request), MATEX_SUCCESS) << matex_last_error();
+        const std::string joined = "rank(s) " + std::to_string(first) + " have joined";
+        errors += expect_error(matex_request_wait(request), MATEX_ERR_INVALID_ARG, joined.c_str(),
+                               "a broadcast while a rank has joined");
+        matex_request_free(&request);
+        last = join();
+      }
+      std::vector<int32_t> everyone(static_cast<size_t>(size), -1);
+      MPI_Allgather(&last, 1, MPI_INT32_T, everyone.data(), 1, MPI_INT32_T, MPI_COMM_WORLD);
+      for (int32_t seen : everyone) {
+        EXPECT_EQ(seen, everyone[0]) << prefix << ": the ranks disagree on who joined last";
+        errors += seen != everyone[0] || seen < 0 || seen >= size || (size > 1 && seen == first);
+      }
+    }
+  }
+  // A second join while the first is in flight is refused on the caller's rank; the name is reserved.
+  if (size > 1) {
+    matex_request_t pending = nullptr, again = nullptr;
+    if (rank == 0) {
+      ASSERT_EQ(matex_engine_submit_join(engine_, &pending), MATEX_SUCCESS) << matex_last_error();
+      errors += expect_error(matex_engine_submit_join(engine_, &again), MATEX_ERR_INVALID_ARG, "joined already",
+                             "a second join");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank != 0) {
+      ASSERT_EQ(matex_engine_submit_join(engine_, &pending), MATEX_SUCCESS) << matex_last_error();
+    }
+    EXPECT_EQ(matex_request_wait(pending), MATEX_SUCCESS) << matex_last_error();
+    matex_request_free(&pending);
+  }
+  std::vector<float> one(1, 1.0f);
+  matex_tensor_op_t reserved = float_sum("matex.engine.join", one.data(), one.data(), 1);
+  errors += expect_error(matex_engine_submit(engine_, &reserved, 1, nullptr), MATEX_ERR_INVALID_ARG,
+                         "reserved for joins", "the join's name");
+  agree_no_errors(errors, "join");
 }
 
 TEST_F(EngineTest, BadSubmissionsAreRefusedWithoutQueuing) {

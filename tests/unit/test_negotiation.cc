@@ -237,6 +237,94 @@ TEST(Negotiation, AllgatherShapesAgreePastTheirFirstExtent) {
   EXPECT_FALSE(a.agrees_exactly(b));
 }
 
+Announcement joining() {
+  TensorSpec spec;
+  spec.kind = TensorKind::kJoin;
+  return announce({{kJoinName, spec}});
+}
+
+TEST(Negotiation, AJoinedRankCountsAsHavingAnnouncedAllreducesWithItsSpec) {
+  Coordinator c(3, 1 << 20, 1 << 20);
+  const auto now = Clock::now();
+  // "early" waits for rank 1 only; rank 1's join makes it ready. Then "late", announced by the others
+  // after the join, is ready without rank 1; both carry the spec the joined rank stands in with.
+  c.add(0, announce({{"early", allreduce(5, MATEX_INT32)}}), now);
+  c.add(2, announce({{"early", allreduce(5, MATEX_INT32)}}), now);
+  EXPECT_TRUE(c.take_responses().empty());
+  c.add(1, joining(), now);
+  std::vector<Response> r = c.take_responses();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].type, Response::Type::kExecute);
+  EXPECT_EQ(r[0].names, std::vector<std::string>{"early"});
+  ASSERT_EQ(r[0].specs.size(), 1u);
+  EXPECT_TRUE(r[0].specs[0].agrees_exactly(allreduce(5, MATEX_INT32)));
+  c.add(0, announce({{"late.a", allreduce(3)}, {"late.b", allreduce(4)}}), now);
+  c.add(2, announce({{"late.a", allreduce(3)}, {"late.b", allreduce(4)}}), now);
+  r = c.take_responses();
+  ASSERT_EQ(r.size(), 1u) << "one fused response";
+  EXPECT_EQ(r[0].names, (std::vector<std::string>{"late.a", "late.b"}));
+  ASSERT_EQ(r[0].specs.size(), 2u);
+  EXPECT_EQ(r[0].specs[1].count, 4u);
+  EXPECT_FALSE(c.has_pending());
+}
+
+TEST(Negotiation, BroadcastsAndAllgathersFailWhileARankHasJoined) {
+  Coordinator c(3, 1 << 20, 1 << 20);
+  const auto now = Clock::now();
+  TensorSpec bcast;
+  bcast.kind = TensorKind::kBroadcast;
+  bcast.count = 7;
+  TensorSpec gather;
+  gather.kind = TensorKind::kAllgather;
+  gather.count = 2;
+  c.add(2, joining(), now);
+  c.add(0, announce({{"b", bcast}, {"g", gather}}), now);
+  c.add(1, announce({{"b", bcast}, {"g", gather}}), now);
+  const std::vector<Response> r = c.take_responses();
+  ASSERT_EQ(r.size(), 2u);
+  for (const Response& response : r) {
+    EXPECT_EQ(response.type, Response::Type::kError);
+    EXPECT_EQ(response.status, MATEX_ERR_INVALID_ARG);
+    EXPECT_NE(response.error.find("while rank(s) 2 have joined"), std::string::npos) << response.error;
+  }
+}
+
+TEST(Negotiation, AJoinedRankDoesNotStandInForGpuTensors) {
+  Coordinator c(2, 1 << 20, 1 << 20);
+  const auto now = Clock::now();
+  TensorSpec on_gpu = allreduce(8);
+  on_gpu.device = true;
+  c.add(1, joining(), now);
+  c.add(0, announce({{"gpu", on_gpu}}), now);
+  const std::vector<Response> r = c.take_responses();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].type, Response::Type::kError);
+  EXPECT_EQ(r[0].status, MATEX_ERR_UNSUPPORTED);
+  EXPECT_NE(r[0].error.find("GPU memory, and rank(s) 1 have joined"), std::string::npos) << r[0].error;
+}
+
+TEST(Negotiation, TheJoinEndsOnceEveryRankHasJoinedNamingTheLast) {
+  Coordinator c(3, 1 << 20, 1 << 20);
+  const auto now = Clock::now();
+  c.add(2, joining(), now);
+  c.add(0, joining(), now);
+  c.add(1, announce({{"x", allreduce(2)}}), now);  // with ranks 0 and 2 joined, x runs at once
+  std::vector<Response> r = c.take_responses();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].names, std::vector<std::string>{"x"});
+  c.add(1, joining(), now);
+  r = c.take_responses();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].type, Response::Type::kJoin);
+  EXPECT_EQ(r[0].rows, std::vector<uint64_t>{1});
+  // The joins are over: a name needs every rank again.
+  c.add(0, announce({{"y", allreduce(2)}}), now);
+  c.add(1, announce({{"y", allreduce(2)}}), now);
+  EXPECT_TRUE(c.take_responses().empty());
+  ASSERT_EQ(c.stalled(now + std::chrono::seconds(10), 1.0).size(), 1u);
+  EXPECT_EQ(c.stalled(now + std::chrono::seconds(10), 1.0)[0].missing, std::vector<int>{2});
+}
+
 TEST(Negotiation, ShutdownNeedsEveryRanksVote) {
   Coordinator c(2, 1 << 20, 1 << 20);
   const auto now = Clock::now();
@@ -271,12 +359,17 @@ TEST(Negotiation, WireFormatRoundTrips) {
   r.type = Response::Type::kError;
   r.names = {"a", "b"};
   r.rows = {3, 0, 7};
+  r.specs = {allreduce(3, MATEX_INT64, MATEX_MAX), shaped(allreduce(6), {2, 3})};
   r.error = "bad";
   r.status = MATEX_ERR_TIMEOUT;
   const std::vector<Response> decoded = decode_responses(encode_responses({r, Response{}}));
   ASSERT_EQ(decoded.size(), 2u);
   EXPECT_EQ(decoded[0].names, r.names);
   EXPECT_EQ(decoded[0].rows, r.rows);
+  ASSERT_EQ(decoded[0].specs.size(), 2u);
+  EXPECT_TRUE(decoded[0].specs[0].agrees_exactly(r.specs[0]));
+  EXPECT_TRUE(decoded[0].specs[1].agrees_exactly(r.specs[1]));
+  EXPECT_TRUE(decoded[1].specs.empty());
   EXPECT_EQ(decoded[0].error, "bad");
   EXPECT_EQ(decoded[0].status, MATEX_ERR_TIMEOUT);
   EXPECT_THROW(Announcement::decode(std::string("\x01\x05", 2)), Error);  // truncated

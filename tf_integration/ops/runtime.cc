@@ -89,6 +89,33 @@ int matex_tf_topology(int* local_rank, int* local_size, int* node_index, int* no
   if (matex_comm_node_count(r.comm, node_count) != MATEX_SUCCESS) return fail(r, "matex_comm_node_count");
   return 0;
 }
+// Blocking: Horovod's join (matex_engine_submit_join); *last_rank: the rank that joined last.
+int matex_tf_join(int* last_rank) {
+  Runtime& r = runtime();
+  matex_engine_t engine = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (r.engine == nullptr) {
+      r.error = "matex is not initialized (or was shut down): nothing to join";
+      return 1;
+    }
+    engine = r.engine;
+  }
+  matex_request_t request = nullptr;
+  if (matex_engine_submit_join(engine, &request) != MATEX_SUCCESS) return fail(r, "join");
+  int status = 0;
+  const void* data = nullptr;
+  size_t rows = 0;
+  if (matex_request_wait(request) != MATEX_SUCCESS) {
+    status = fail(r, "join");
+  } else if (matex_request_output(request, &data, &rows) != MATEX_SUCCESS || rows != 1) {
+    status = fail(r, "join's result");
+  } else {
+    *last_rank = *static_cast<const int32_t*>(data);
+  }
+  matex_request_free(&request);
+  return status;
+}
 int matex_tf_thread_budget(matex_thread_budget_t* budget, int* cpus, size_t cpus_capacity, char* table,
                            size_t table_capacity) {
   Runtime& r = runtime();

@@ -423,6 +423,16 @@ MATEX_API matex_status_t matex_engine_submit_shaped(matex_engine_t engine, const
 MATEX_API matex_status_t matex_engine_submit_refusal(matex_engine_t engine, const matex_tensor_op_t* op,
                                                      matex_status_t status, const char* reason,
                                                      matex_request_t* request);
+/* Joins: this rank has no more tensors to submit until every rank has joined.
+ * Until then it takes part in the other ranks' allreduces with zeros, so that
+ * their sums (and averages, over every rank) are those of the others'
+ * tensors; a broadcast or allgather submitted while some rank has joined fails
+ * on every rank that submitted it (MATEX_ERR_INVALID_ARG, naming the joined
+ * ranks). The request completes on every rank once the last has joined;
+ * matex_request_output then gives one int32_t, the rank that joined last (the
+ * same everywhere). One join per rank at a time. request: a slot, as in
+ * matex_engine_submit. */
+MATEX_API matex_status_t matex_engine_submit_join(matex_engine_t engine, matex_request_t* request);
 /* Blocks until the tensor completes; returns its status (message: matex_last_error). */
 MATEX_API matex_status_t matex_request_wait(matex_request_t request);
 /* Blocks until all n requests complete (NULL entries count as complete),

@@ -136,6 +136,23 @@ matex_status_t matex_engine_submit_shaped(matex_engine_t engine, const matex_ten
   });
 }
 
+matex_status_t matex_engine_submit_join(matex_engine_t engine, matex_request_t* request) {
+  return guarded([&] {
+    matexcomm::Engine& impl = live_engine(engine);
+    require_out(request, "request");
+    *request = nullptr;
+    matexcomm::TensorOp join;
+    join.name = matexcomm::kJoinName;
+    join.spec.kind = matexcomm::TensorKind::kJoin;
+    join.state = std::make_shared<matexcomm::RequestState>(nullptr, nullptr);
+    auto handle = std::make_unique<matex_request_s>(matex_request_s{join.state});
+    std::vector<matexcomm::TensorOp> one;
+    one.push_back(std::move(join));
+    impl.submit(std::move(one));
+    *request = handle.release();
+  });
+}
+
 matex_status_t matex_engine_submit_refusal(matex_engine_t engine, const matex_tensor_op_t* op, matex_status_t status,
                                            const char* reason, matex_request_t* request) {
   return guarded([&] {

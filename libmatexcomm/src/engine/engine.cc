@@ -41,6 +41,7 @@ matex_collective_t collective_of(TensorKind kind) {
     case TensorKind::kAllreduce: return MATEX_COLL_ALLREDUCE;
     case TensorKind::kBroadcast: return MATEX_COLL_BROADCAST;
     case TensorKind::kAllgather: return MATEX_COLL_ALLGATHER;
+    case TensorKind::kJoin: break;
   }
   return MATEX_COLL_ALLREDUCE;
 }
@@ -112,6 +113,10 @@ void Engine::check(const TensorOp& op) const {
   MATEX_REQUIRE(op.name.size() <= kMaxNameBytes, MATEX_ERR_INVALID_ARG,
                 "tensor name is longer than " + std::to_string(kMaxNameBytes) + " bytes");
   const std::string what = "tensor '" + op.name + "': ";
+  MATEX_REQUIRE((op.spec.kind == TensorKind::kJoin) == (op.name == kJoinName), MATEX_ERR_INVALID_ARG,
+                op.spec.kind == TensorKind::kJoin ? "a join goes by the name '" + std::string(kJoinName) + "'"
+                                                  : what + "the name is reserved for joins");
+  if (op.spec.kind == TensorKind::kJoin) return;
   if (op.refusal_status != MATEX_SUCCESS) {  // no data to check: the reason goes to every rank
     MATEX_REQUIRE(!op.refusal.empty(), MATEX_ERR_INVALID_ARG, what + "a refusal needs a reason");
     return;
@@ -143,6 +148,7 @@ void Engine::check(const TensorOp& op) const {
                     what + "allgather has no in-place form in the engine (its output is allocated by the engine)");
       MATEX_REQUIRE(op.spec.row_elements >= 1, MATEX_ERR_INVALID_ARG, what + "row_elements must be at least 1");
       break;
+    case TensorKind::kJoin: break;
   }
 }
 
@@ -158,7 +164,9 @@ void Engine::submit(std::vector<TensorOp> ops) {
     MATEX_REQUIRE(!stopping_ && !stopped_, MATEX_ERR_NOT_INITIALIZED, "the engine is shut down");
     for (const TensorOp& op : ops) {
       MATEX_REQUIRE(in_flight_.count(op.name) == 0, MATEX_ERR_INVALID_ARG,
-                    "tensor '" + op.name + "' is still in flight; submit a name again only after it completed");
+                    op.name == kJoinName ? "this rank has joined already; it may join again once every rank has"
+                                         : "tensor '" + op.name + "' is still in flight; submit a name again only "
+                                                                  "after it completed");
     }
     const Clock::time_point now = Clock::now();
     for (TensorOp& op : ops) {
@@ -198,7 +206,11 @@ bool Engine::absorb_queue() {
   for (TensorOp& op : queue_) {
     // Allgathers never use the cache: their row counts differ between ranks and steps.
     // Nor do refusals: their reason must reach rank 0.
-    const bool uncached = op.spec.kind == TensorKind::kAllgather || op.refusal_status != MATEX_SUCCESS;
+    const bool uncached = op.spec.kind == TensorKind::kAllgather || op.spec.kind == TensorKind::kJoin ||
+                          op.refusal_status != MATEX_SUCCESS;
+    if (op.spec.kind == TensorKind::kAllreduce && op.refusal_status == MATEX_SUCCESS && op.recv != nullptr) {
+      op.spec.device = comm_->is_device_memory(op.recv);
+    }
     op.cache_bit = uncached ? ResponseCache::kNone : cache_.bit_of(op.name, op.spec);
     op.queued_at = Clock::now();
     op.arrival = arrivals_++;
@@ -218,7 +230,8 @@ std::vector<Response> Engine::negotiate(bool vote_shutdown, bool* cached) {
   const Clock::time_point now = Clock::now();
   for (const auto& [name, op] : pending_) {
     if (op.cache_bit == ResponseCache::kNone) {
-      need_full = need_full || !op.announced;
+      // While this rank has joined, only rank 0 knows for which names it stands in: every cycle is full.
+      need_full = need_full || !op.announced || op.spec.kind == TensorKind::kJoin;
       continue;
     }
     words[1 + op.cache_bit / 64] |= uint64_t{1} << (op.cache_bit % 64);
@@ -390,15 +403,21 @@ void Engine::execute(const Response& response) {
     }
     return;
   }
+  if (response.type == Response::Type::kJoin) {
+    finish_join(response);
+    return;
+  }
   std::vector<TensorOp*> ops;
+  StandIns stand_ins(response.names.size());  // a joined rank's zeros for names it did not submit
   phase_times_.clear();
   const Clock::time_point agreed = Clock::now();
-  for (const std::string& name : response.names) {
+  for (size_t i = 0; i < response.names.size(); ++i) {
+    const std::string& name = response.names[i];
     auto it = pending_.find(name);
-    if (it == pending_.end()) MATEX_RAISE(MATEX_ERR_INTERNAL, "engine: response for unknown tensor '" + name + "'");
-    ops.push_back(&it->second);
-    if (response.kind != TensorKind::kAllgather) cache_.add(name, it->second.spec);
-    timeline_->event(name, "negotiate", it->second.queued_at, agreed);
+    TensorOp* op = it != pending_.end() ? &it->second : stand_in(response, i, &stand_ins);
+    ops.push_back(op);
+    if (response.kind != TensorKind::kAllgather) cache_.add(name, op->spec);
+    timeline_->event(name, "negotiate", it != pending_.end() ? op->queued_at : agreed, agreed);
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);

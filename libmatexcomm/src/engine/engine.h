@@ -13,6 +13,9 @@
 // every rank learns this from the same cycles' bits, so all switch at the same
 // cycle.
 //
+// Join: a rank with nothing more to submit joins (kJoinName); until every rank
+// has, it takes part in the others' allreduces with zeros (engine/join.cc).
+//
 // Errors: a tensor submitted differently by the ranks fails on every rank with
 // a message quoting each rank's spec, and one that a rank refused (a check of
 // its own failed) fails on every rank with that rank's status and reason; the
@@ -110,6 +113,14 @@ class Engine {
   void count_idle_cycle(bool every_rank_idle);
   void inspect_stalls();
   void execute(const Response& response);
+  // A joined rank's part in a tensor it did not submit (engine/join.cc).
+  struct StandIns {
+    explicit StandIns(size_t n) { ops.reserve(n), zeros.reserve(n); }
+    std::vector<TensorOp> ops;  // reserved up front: the collective holds pointers into it
+    std::vector<std::vector<char>> zeros;
+  };
+  TensorOp* stand_in(const Response& response, size_t index, StandIns* stand_ins);
+  void finish_join(const Response& response);
   void execute_allreduce(const std::vector<TensorOp*>& ops);
   void execute_host_allreduce(const std::vector<TensorOp*>& ops);
   // Several tensors as one collective straight on their buffers (zero-copy fusion).

@@ -32,6 +32,7 @@ class Writer {
     put(spec.row_elements);
     put<uint32_t>(static_cast<uint32_t>(spec.shape.size()));
     for (int64_t extent : spec.shape) put(extent);
+    put<uint8_t>(spec.device ? 1 : 0);
   }
   std::string take() { return std::move(out_); }
 
@@ -67,6 +68,7 @@ class Reader {
     spec.row_elements = get<uint64_t>();
     spec.shape.resize(get<uint32_t>());
     for (int64_t& extent : spec.shape) extent = get<int64_t>();
+    spec.device = get<uint8_t>() != 0;
     return spec;
   }
   bool done() const { return at_ == in_.size(); }
@@ -84,6 +86,7 @@ const char* kind_name(TensorKind kind) {
     case TensorKind::kAllreduce: return "allreduce";
     case TensorKind::kBroadcast: return "broadcast";
     case TensorKind::kAllgather: return "allgather";
+    case TensorKind::kJoin: return "join";
   }
   return "unknown";
 }
@@ -102,13 +105,14 @@ bool TensorSpec::agrees_with(const TensorSpec& o) const {
     case TensorKind::kAllreduce: return op == o.op && count == o.count;
     case TensorKind::kBroadcast: return root == o.root && count == o.count;
     case TensorKind::kAllgather: return row_elements == o.row_elements;  // row counts may differ
+    case TensorKind::kJoin: return true;
   }
   return false;
 }
 
 bool TensorSpec::agrees_exactly(const TensorSpec& o) const {
   return kind == o.kind && dtype == o.dtype && op == o.op && root == o.root && count == o.count &&
-         row_elements == o.row_elements && shape == o.shape;
+         row_elements == o.row_elements && shape == o.shape && device == o.device;
 }
 
 size_t TensorSpec::bytes() const {
@@ -116,11 +120,13 @@ size_t TensorSpec::bytes() const {
 }
 
 std::string TensorSpec::describe() const {
+  if (kind == TensorKind::kJoin) return "join";
   std::string text = std::string(kind_name(kind)) + " " + dtype_name(static_cast<matex_dtype_t>(dtype));
   switch (kind) {
     case TensorKind::kAllreduce: text += std::string(" ") + op_name(static_cast<matex_op_t>(op)); break;
     case TensorKind::kBroadcast: text += " root=" + std::to_string(root); break;
     case TensorKind::kAllgather: text += " row_elements=" + std::to_string(row_elements); break;
+    case TensorKind::kJoin: break;
   }
   text += (kind == TensorKind::kAllgather ? " rows=" : " count=") + std::to_string(count);
   if (!shape.empty()) {
@@ -170,6 +176,8 @@ std::string encode_responses(const std::vector<Response>& responses) {
     w.put(response.kind);
     w.put<uint32_t>(static_cast<uint32_t>(response.names.size()));
     for (const std::string& name : response.names) w.put_string(name);
+    w.put<uint32_t>(static_cast<uint32_t>(response.specs.size()));
+    for (const TensorSpec& spec : response.specs) w.put_spec(spec);
     w.put<uint32_t>(static_cast<uint32_t>(response.rows.size()));
     for (uint64_t rows : response.rows) w.put(rows);
     w.put_string(response.error);
@@ -186,6 +194,8 @@ std::vector<Response> decode_responses(const std::string& bytes) {
     response.kind = r.get<TensorKind>();
     response.names.resize(r.get<uint32_t>());
     for (std::string& name : response.names) name = r.get_string();
+    response.specs.resize(r.get<uint32_t>());
+    for (TensorSpec& spec : response.specs) spec = r.get_spec();
     response.rows.resize(r.get<uint32_t>());
     for (uint64_t& rows : response.rows) rows = r.get<uint64_t>();
     response.error = r.get_string();
@@ -199,7 +209,38 @@ Coordinator::Coordinator(int world_size, size_t fusion_bytes, size_t fusion_tens
     : world_size_(world_size),
       fusion_bytes_(fusion_bytes),
       fusion_tensor_limit_(fusion_tensor_limit),
-      voted_(static_cast<size_t>(world_size), false) {}
+      voted_(static_cast<size_t>(world_size), false),
+      joined_(static_cast<size_t>(world_size), false) {}
+
+bool Coordinator::complete(const Pending& p) const {
+  for (int r = 0; r < world_size_; ++r) {
+    if (!p.announced[r] && !joined_[r]) return false;
+  }
+  return true;
+}
+
+int Coordinator::reference_rank(const Pending& p) const {
+  for (int r = 0; r < world_size_; ++r) {
+    if (p.announced[r]) return r;
+  }
+  return 0;  // not reached: a pending name has been announced by some rank
+}
+
+void Coordinator::join(int rank) {
+  if (joined_[rank]) return;  // the engine refuses a second join in flight before it gets here
+  joined_[rank] = true;
+  ++joined_count_;
+  last_joined_ = rank;
+  // Names that waited only for this rank are ready now, in the order they were first announced.
+  std::vector<std::pair<uint64_t, std::string>> now_ready;
+  for (auto& [name, p] : pending_) {
+    if (p.queued || !complete(p)) continue;
+    p.queued = true;
+    now_ready.emplace_back(p.order, name);
+  }
+  std::sort(now_ready.begin(), now_ready.end());
+  for (auto& entry : now_ready) ready_.push_back(std::move(entry.second));
+}
 
 void Coordinator::add(int rank, const Announcement& announcement, Clock::time_point now) {
   if (announcement.wants_shutdown && !voted_[rank]) {
@@ -207,6 +248,10 @@ void Coordinator::add(int rank, const Announcement& announcement, Clock::time_po
     ++shutdown_votes_;
   }
   for (const Announcement::Entry& entry : announcement.entries) {
+    if (entry.spec.kind == TensorKind::kJoin) {
+      join(rank);
+      continue;
+    }
     auto [it, fresh] = pending_.try_emplace(entry.name);
     Pending& p = it->second;
     if (fresh) {
@@ -222,14 +267,18 @@ void Coordinator::add(int rank, const Announcement& announcement, Clock::time_po
     p.specs[rank] = entry.spec;
     p.refusal_status[rank] = entry.refusal_status;
     p.refusals[rank] = entry.refusal;
-    if (++p.count == world_size_) ready_.push_back(entry.name);
+    ++p.count;
+    if (!p.queued && complete(p)) {
+      p.queued = true;
+      ready_.push_back(entry.name);
+    }
   }
 }
 
-Response Coordinator::refused(const std::string& name, const Pending& p) {
+Response Coordinator::refused(const std::string& name, const Pending& p) const {
   Response response;
   response.type = Response::Type::kError;
-  response.kind = p.specs[0].kind;
+  response.kind = p.specs[reference_rank(p)].kind;
   response.names = {name};
   std::string reasons;
   for (size_t r = 0; r < p.refusals.size(); ++r) {
@@ -245,18 +294,39 @@ Response Coordinator::check_and_describe(const std::string& name, const Pending&
   for (int32_t status : p.refusal_status) {
     if (status != MATEX_SUCCESS) return refused(name, p);
   }
+  const int first = reference_rank(p);
   Response response;
-  response.kind = p.specs[0].kind;
+  response.kind = p.specs[first].kind;
   response.names = {name};
   bool agree = true;
-  for (int r = 1; r < world_size_; ++r) agree = agree && p.specs[r].agrees_with(p.specs[0]);
+  std::string absent;  // joined ranks that did not submit the name
+  for (int r = 0; r < world_size_; ++r) {
+    if (p.announced[r]) agree = agree && p.specs[r].agrees_with(p.specs[first]);
+    else absent += (absent.empty() ? "" : ", ") + std::to_string(r);
+  }
   if (!agree) {
     response.type = Response::Type::kError;
     response.status = MATEX_ERR_MISMATCH;
     std::string error = "tensor '" + name + "' was submitted differently by the ranks:";
-    for (int r = 0; r < world_size_; ++r) error += " rank " + std::to_string(r) + ": " + p.specs[r].describe() + ";";
+    for (int r = 0; r < world_size_; ++r) {
+      error += " rank " + std::to_string(r) + ": " + (p.announced[r] ? p.specs[r].describe() : "joined") + ";";
+    }
     error.back() = '.';
     response.error = error;
+    return response;
+  }
+  if (!absent.empty() && p.specs[first].device) {
+    response.type = Response::Type::kError;
+    response.status = MATEX_ERR_UNSUPPORTED;
+    response.error = "tensor '" + name + "' is in GPU memory, and rank(s) " + absent +
+                     " have joined: a joined rank stands in for host tensors only";
+    return response;
+  }
+  if (!absent.empty() && response.kind != TensorKind::kAllreduce) {
+    response.type = Response::Type::kError;
+    response.status = MATEX_ERR_INVALID_ARG;
+    response.error = "tensor '" + name + "' (" + p.specs[first].describe() + ") cannot run while rank(s) " + absent +
+                     " have joined: a joined rank takes part in allreduces only, with zeros";
     return response;
   }
   if (response.kind == TensorKind::kAllgather) {
@@ -272,12 +342,14 @@ void Fuser::add(const std::string& name, const TensorSpec& spec) {
                             [&](const OpenGroup& g) { return g.dtype == spec.dtype && g.op == spec.op; });
   if (fusable && group != open_.end() && group->bytes + spec.bytes() <= fusion_bytes_) {
     (*out_)[group->response].names.push_back(name);
+    (*out_)[group->response].specs.push_back(spec);
     group->bytes += spec.bytes();
     return;
   }
   Response response;
   response.kind = spec.kind;
   response.names = {name};
+  response.specs = {spec};
   out_->push_back(std::move(response));
   if (!fusable) return;
   const OpenGroup opened{out_->size() - 1, spec.dtype, spec.op, spec.bytes()};
@@ -298,13 +370,27 @@ std::vector<Response> Coordinator::take_responses() {
     if (it == pending_.end()) continue;  // ran through the cache meanwhile
     Response response = check_and_describe(name, it->second);
     if (response.type == Response::Type::kExecute && response.kind != TensorKind::kAllgather) {
-      fuser.add(name, it->second.specs[0]);
+      fuser.add(name, it->second.specs[reference_rank(it->second)]);
+    } else if (response.type == Response::Type::kExecute) {
+      response.specs = {it->second.specs[reference_rank(it->second)]};
+      fuser.add_unfusable(std::move(response));
     } else {
       fuser.add_unfusable(std::move(response));
     }
     pending_.erase(it);
   }
   ready_.clear();
+  if (joined_count_ == world_size_) {  // every name is complete now, so none is left behind
+    Response joined;
+    joined.type = Response::Type::kJoin;
+    joined.kind = TensorKind::kJoin;
+    joined.names = {kJoinName};
+    joined.rows = {static_cast<uint64_t>(last_joined_)};
+    out.push_back(std::move(joined));
+    joined_.assign(joined_.size(), false);
+    joined_count_ = 0;
+    last_joined_ = -1;
+  }
   if (shutdown_votes_ == world_size_) {
     Response shutdown;
     shutdown.type = Response::Type::kShutdown;
@@ -317,10 +403,10 @@ std::vector<Coordinator::Stalled> Coordinator::stalled(Clock::time_point now, do
   std::vector<Stalled> out;
   for (const auto& [name, p] : pending_) {
     const double waited = std::chrono::duration<double>(now - p.first_seen).count();
-    if (p.count == world_size_ || waited < seconds) continue;
+    if (complete(p) || waited < seconds) continue;
     Stalled s{name, {}, waited};
     for (int r = 0; r < world_size_; ++r) {
-      if (!p.announced[r]) s.missing.push_back(r);
+      if (!p.announced[r] && !joined_[r]) s.missing.push_back(r);
     }
     out.push_back(std::move(s));
   }

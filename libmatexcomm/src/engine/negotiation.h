@@ -11,6 +11,11 @@
 // own checks failed before it could submit the tensor) becomes an error
 // response, with that rank's status, that names the rank and quotes its reason. Consecutive ready allreduces
 // of one dtype and op are fused into one response of up to `fusion_bytes`.
+//
+// Join: a rank that has no more tensors to submit announces a join (kJoinName). From then on it counts
+// as having announced every name: allreduces run with its zeros (it executes them with stand-in buffers
+// from the response's specs), and a broadcast or allgather while some rank has joined fails on every
+// rank. Once every rank has joined, a kJoin response names the rank that joined last, and the joins end.
 // The coordinator also remembers since when a name has waited for the ranks
 // that have not announced it (the stall inspector reads that).
 //
@@ -28,7 +33,10 @@
 
 namespace matexcomm {
 
-enum class TensorKind : int32_t { kAllreduce = 0, kBroadcast = 1, kAllgather = 2 };
+enum class TensorKind : int32_t { kAllreduce = 0, kBroadcast = 1, kAllgather = 2, kJoin = 3 };
+
+// The one name under which a rank submits its join; no tensor may take it.
+inline constexpr const char* kJoinName = "matex.engine.join";
 
 // What must agree across ranks for one named tensor.
 struct TensorSpec {
@@ -41,6 +49,8 @@ struct TensorSpec {
   // The tensor's dimensions where the caller gave them (matex_engine_submit_shaped), else empty. Ranks
   // that all give one must agree on it (an allgather on every dimension but the first).
   std::vector<int64_t> shape;
+  bool device = false;  // an allreduce's buffer is in GPU memory on the announcing rank (a joined rank
+                        // cannot stand in for it)
 
   bool agrees_with(const TensorSpec& other) const;    // as the ranks must (allgather rows may differ)
   bool shapes_agree(const TensorSpec& other) const;   // given on both: equal (allgather: past dimension 0)
@@ -64,11 +74,12 @@ struct Announcement {
 };
 
 struct Response {
-  enum class Type : int32_t { kExecute = 0, kError = 1, kShutdown = 2 };
+  enum class Type : int32_t { kExecute = 0, kError = 1, kShutdown = 2, kJoin = 3 };
   Type type = Type::kExecute;
   TensorKind kind = TensorKind::kAllreduce;
   std::vector<std::string> names;  // more than one: fused allreduce, in buffer order
-  std::vector<uint64_t> rows;      // allgather: every rank's row count
+  std::vector<TensorSpec> specs;   // kExecute: each name's spec (what a joined rank stands in with)
+  std::vector<uint64_t> rows;      // allgather: every rank's row count; kJoin: the rank that joined last
   std::string error;               // kError: the message every rank's handles fail with
   int32_t status = MATEX_SUCCESS;  // kError: MATEX_ERR_MISMATCH, MATEX_ERR_TIMEOUT for a stall, or a refusal's
 };
@@ -131,6 +142,7 @@ class Coordinator {
   struct Pending {
     std::vector<TensorSpec> specs;  // per rank
     std::vector<bool> announced;    // per rank
+    bool queued = false;            // in ready_
     std::vector<int32_t> refusal_status;  // per rank: MATEX_SUCCESS, or why the rank refused the name
     std::vector<std::string> refusals;    // per rank
     int count = 0;
@@ -138,7 +150,12 @@ class Coordinator {
     Clock::time_point first_seen;
   };
   Response check_and_describe(const std::string& name, const Pending& pending) const;
-  static Response refused(const std::string& name, const Pending& pending);
+  Response refused(const std::string& name, const Pending& pending) const;
+  // Every rank has announced the name or joined.
+  bool complete(const Pending& pending) const;
+  // The lowest rank that announced the name: its spec stands for the others.
+  int reference_rank(const Pending& pending) const;
+  void join(int rank);
 
   int world_size_;
   size_t fusion_bytes_;
@@ -149,6 +166,9 @@ class Coordinator {
   std::vector<Response> failed_;    // stalled names turned into errors
   int shutdown_votes_ = 0;
   std::vector<bool> voted_;
+  std::vector<bool> joined_;  // per rank, until every rank has joined
+  int joined_count_ = 0;
+  int last_joined_ = -1;
 };
 
 }  // namespace matexcomm

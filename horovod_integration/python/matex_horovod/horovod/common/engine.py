@@ -250,6 +250,18 @@ class Engine:
         flat = (ctypes.c_int64 * (rows * k)).from_address(address)
         return [list(flat[r * k:(r + 1) * k]) for r in range(rows)]
 
+    def join(self):
+        """Horovod's join: blocks until every rank has joined, this rank taking part in the others'
+        allreduces with zeros meanwhile (their broadcasts and allgathers fail); returns the rank that
+        joined last, the same on every rank."""
+        self.require("join")
+        handle = ctypes.c_void_p()
+        self.check_submission(self.lib.matex_engine_submit_join(self._engine, ctypes.byref(handle)), "join")
+        request = Request(self, handle, ())
+        request.wait()
+        address, _ = request.output()
+        return ctypes.c_int32.from_address(address).value
+
     def barrier(self):
         self.require("barrier")
         self.check(self.lib.matex_barrier(self._comm), "barrier")

@@ -268,14 +268,13 @@ def _eager(who):
 
 
 def join():
-    """Every rank calls it once it has no more collectives to issue; returns
-    the last rank to join (as a tensor). matex serves join only as that final
-    meeting (docs/horovod.md)."""
-    import time
+    """Every rank calls it once it has no more collectives to issue; until
+    every rank has, this rank takes part in the others' allreduces with zeros,
+    and their broadcasts and allgathers raise. Returns the rank that joined
+    last (as a tensor)."""
     _eager("join")
     _require("join")
-    stamps = [row[0] for row in runtime.gather_ints([time.time_ns()], "join")]
-    return tf.constant(max(range(len(stamps)), key=lambda r: (stamps[r], r)), tf.int32)
+    return tf.constant(runtime.join(), tf.int32)
 
 
 def barrier(process_set=process_sets.global_process_set):

@@ -69,6 +69,16 @@ class TensorFlowRuntime:
     node_index = property(lambda self: self._topology[2])
 
     @staticmethod
+    def join():
+        """Horovod's join on the op library's engine (blocking); returns the rank that joined last."""
+        from matex import _runtime
+        native = _runtime.native()
+        last = ctypes.c_int(-1)
+        if native.matex_tf_join(ctypes.byref(last)) != 0:
+            raise RuntimeError(f"horovod (served by matex): {native.matex_tf_last_error().decode(errors='replace')}")
+        return last.value
+
+    @staticmethod
     def gather_ints(values, purpose):
         """Every rank's values, in rank order (named as common/engine.py's gather_ints names them)."""
         import tensorflow as tf

@@ -30,7 +30,8 @@ for _name in ("uint16", "uint32", "uint64"):
     if hasattr(torch, _name):
         _DTYPES[getattr(torch, _name)] = _name
 
-_counters = {}
+_UNNAMED_KINDS = ("allgather", "allreduce", "broadcast", "grouped_allgather")
+_counters = dict.fromkeys(_UNNAMED_KINDS, 0)  # unnamed calls so far, per kind: the next one's number
 _counter_lock = threading.Lock()
 _handles = {}
 _handle_ids = itertools.count(1)
@@ -58,8 +59,9 @@ def _name(kind, name):
     if name is not None:
         return f"{kind}.{name}"
     with _counter_lock:
-        counter = _counters.setdefault(kind, itertools.count())
-        return f"{kind}.noname.{next(counter)}"
+        number = _counters[kind]
+        _counters[kind] = number + 1
+        return f"{kind}.noname.{number}"
 
 
 def _refuse(names, coll, error):
@@ -588,31 +590,40 @@ def barrier(process_set=process_sets.global_process_set):
 
 
 def join(device=-1):
-    """Every rank calls it once it has no more collectives to issue; returns
-    the last rank to join. matex serves join only as that final meeting:
-    ranks still issuing collectives while another has joined are not
-    completed with zeros as in Horovod (docs/horovod.md)."""
-    import time
-    engine.require("join")
-    stamps = engine.gather_ints([time.time_ns()], "join")
-    arrivals = [stamp[0] for stamp in stamps]  # wall clocks: hosts agree as far as NTP does; ties go to the rank
-    return max(range(len(arrivals)), key=lambda r: (arrivals[r], r))
+    """Every rank calls it once it has no more collectives to issue; until
+    every rank has, this rank takes part in the others' allreduces with zeros
+    (so their averages count it), and their broadcasts and allgathers raise.
+    Returns the rank that joined last. device: Horovod's CUDA device for the
+    zeros; matex stages tensors in host memory, so it is not needed."""
+    last = engine.join()
+    # Unnamed calls are numbered per kind on each rank, and a rank that joined early did not count the
+    # others' calls meanwhile: the ranks' counts meet at their largest here, so that unnamed calls match
+    # again after a join.
+    with _counter_lock:
+        counts = [_counters[kind] for kind in _UNNAMED_KINDS]
+    everyone = engine.gather_ints(counts, "join.counters")
+    with _counter_lock:
+        for kind, largest in zip(_UNNAMED_KINDS, map(max, zip(*everyone))):
+            _counters[kind] = max(_counters[kind], largest)
+    return last
 
 
-def _broadcast_bytes(payload, root_rank):
+# The object calls name their tensors (the call's name, else the call's own), as Horovod does, so that
+# they match across ranks whose counts of unnamed calls differ (a rank that joined early).
+def _broadcast_bytes(payload, root_rank, name):
     length = torch.tensor([len(payload)], dtype=torch.int64)
-    broadcast_(length, root_rank, name=None)
+    broadcast_(length, root_rank, name=f"{name}.sz")
     data = torch.zeros(int(length.item()), dtype=torch.uint8)
     if engine.rank == root_rank:
         data = torch.frombuffer(bytearray(payload), dtype=torch.uint8) if payload else data
-    broadcast_(data, root_rank)
+    broadcast_(data, root_rank, name=f"{name}.t")
     return data.numpy().tobytes()
 
 
-def _allgather_bytes(payload):
+def _allgather_bytes(payload, name):
     data = torch.frombuffer(bytearray(payload), dtype=torch.uint8) if payload else torch.zeros(0, dtype=torch.uint8)
-    lengths = synchronize(allgather_async(torch.tensor([len(payload)], dtype=torch.int64)))
-    everything = synchronize(allgather_async(data)).numpy().tobytes()
+    lengths = synchronize(allgather_async(torch.tensor([len(payload)], dtype=torch.int64), name=f"{name}.sz"))
+    everything = synchronize(allgather_async(data, name=f"{name}.t")).numpy().tobytes()
     parts, start = [], 0
     for length in lengths.tolist():
         parts.append(everything[start:start + length])
@@ -624,11 +635,12 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=process_sets.globa
     """root_rank's object (anything picklable), on every rank."""
     process_sets.check(process_set, "broadcast_object")
     _check_root(root_rank, "broadcast_object")
-    return objects.broadcast_object(obj, root_rank, engine.rank, _broadcast_bytes)
+    return objects.broadcast_object(obj, root_rank, engine.rank,
+                                    lambda payload, root: _broadcast_bytes(payload, root, name or "broadcast_object"))
 
 
 def allgather_object(obj, name=None, process_set=process_sets.global_process_set):
     """Every rank's object, in rank order."""
     process_sets.check(process_set, "allgather_object")
     engine.require("allgather_object")
-    return objects.allgather_object(obj, _allgather_bytes)
+    return objects.allgather_object(obj, lambda payload: _allgather_bytes(payload, name or "allgather_object"))
