@@ -11,7 +11,8 @@ cross_rank this node's place among them (nodes in matex's order).
 """
 import os
 
-from . import process_sets, settings
+from . import process_sets as _process_sets
+from . import settings
 from .refusals import refuse
 
 
@@ -23,13 +24,13 @@ class Basics:
 
     def init(self, comm=None, process_sets=None):
         """Starts MPI and matex's engine (collective; idempotent). Horovod's
-        `comm` may be None or the list of every rank; a sub-communicator and
-        process sets are refused."""
+        `comm` may be None or the list of every rank (a sub-communicator is
+        refused); process_sets: the static sets, registered in order on every
+        rank, or "dynamic"."""
         if comm is not None and not _is_world(comm):
             refuse("init(comm=...) with a sub-communicator", "matex runs over all ranks of the job")
         self._comm = comm
-        if process_sets:
-            refuse("init(process_sets=...)", "matex serves the global process set only")
+        static_sets = process_sets
         conflict = self._runtime.conflict()
         if conflict:
             raise RuntimeError(f"horovod (served by matex): {conflict}")
@@ -39,6 +40,8 @@ class Basics:
         if isinstance(self._comm, (list, tuple)) and sorted(self._comm) != list(range(self._runtime.size)):
             refuse(f"init(comm={list(self._comm)}) with ranks other than all {self._runtime.size} of the job",
                    "matex runs over all ranks of the job")
+        if static_sets is not None or _process_sets.global_process_set.ranks != list(range(self._runtime.size)):
+            _process_sets.start(self._runtime, static_sets)
         # matex may have started already (matex.init(), or MATEX_ENABLE=1): the layout is learnt once either way.
         if self._cross is not None:
             return
@@ -52,6 +55,7 @@ class Basics:
 
     def shutdown(self):
         self._runtime.shutdown()
+        _process_sets.stop()
 
     def is_initialized(self):
         return bool(self._runtime.started)
@@ -109,8 +113,18 @@ class Basics:
         return False
 
     def nccl_built(self, verbose=False):
-        # Horovod returns NCCL's version code when built with it; matex's GPU path uses NCCL inside nodes.
-        return 1 if self._runtime.built_with_cuda() else 0
+        """As Horovod: NCCL's version code (e.g. 22703) when built with it, else 0. matex's GPU path loads
+        NCCL at run time; built with CUDA and no NCCL found, it answers 1 (built, version unknown)."""
+        if not self._runtime.built_with_cuda():
+            return 0
+        import ctypes
+        try:
+            number = ctypes.c_int(0)
+            if ctypes.CDLL("libnccl.so.2").ncclGetVersion(ctypes.byref(number)) == 0 and number.value > 0:
+                return number.value
+        except (OSError, AttributeError):
+            pass
+        return 1
 
     def cuda_built(self, verbose=False):
         return bool(self._runtime.built_with_cuda())
@@ -143,9 +157,9 @@ class Basics:
                  "gloo_built", "gloo_enabled", "nccl_built", "cuda_built", "rocm_built", "ddl_built", "ccl_built",
                  "start_timeline", "stop_timeline")
         table = {name: getattr(self, name) for name in names}
-        table.update(ProcessSet=process_sets.ProcessSet, global_process_set=process_sets.global_process_set,
-                     add_process_set=process_sets.add_process_set,
-                     remove_process_set=process_sets.remove_process_set)
+        table.update(ProcessSet=_process_sets.ProcessSet, global_process_set=_process_sets.global_process_set,
+                     add_process_set=_process_sets.add_process_set,
+                     remove_process_set=_process_sets.remove_process_set)
         return table
 
 

@@ -101,6 +101,9 @@ class Engine:
         self.local_size = 1
         self.node_index = 0
         self.node_count = 1
+        self.members = None   # the global ranks this engine runs over (a process set's), once started
+        self.process_set_id = 0  # the process set it serves (0: the global set)
+        self._subsets = []    # engines of process sets made from this one (closed before it)
 
     def check(self, status, what):
         if status != 0:
@@ -136,6 +139,7 @@ class Engine:
                 facts[name] = value.value
             self.__dict__.update(facts)
             self.check(lib.matex_engine_create(self._comm, ctypes.byref(self._engine)), "starting the engine")
+            self.members = list(range(self.size))
             self.started = True
             atexit.register(self.shutdown)
             import sys
@@ -149,8 +153,47 @@ class Engine:
     def conflict():
         return None  # MATEX_ENABLE=1 takes over torch.distributed groups, which horovod.torch does not use
 
+    def subset(self, ranks):
+        """An engine over some of this one's ranks (sorted global ranks, this rank among them), on a
+        communicator of their own: a process set's. Collective over those ranks only."""
+        child = Engine()
+        child.lib = self.lib
+        n = len(ranks)
+        self.check(self.lib.matex_comm_create_from_ranks(self._comm, (ctypes.c_int * n)(*ranks), n,
+                                                         ctypes.byref(child._comm)), f"making process set {ranks}")
+        child.rank, child.size, child.members = ranks.index(self.rank), n, list(ranks)
+        try:
+            child.check(self.lib.matex_engine_create(child._comm, ctypes.byref(child._engine)),
+                        f"starting process set {ranks}'s engine")
+        except BaseException:
+            self.lib.matex_finalize(ctypes.byref(child._comm))
+            raise
+        child.started = True
+        with self._lock:
+            self._subsets.append(child)
+        child._parent = self
+        return child
+
+    def close(self):
+        """A process set's engine: collective over its ranks; stops its engine and frees its communicator."""
+        with self._lock:
+            if not self.started:
+                return
+            self.started, self.finished = False, True
+            self.check(self.lib.matex_engine_destroy(ctypes.byref(self._engine)), "stopping a process set's engine")
+            self.check(self.lib.matex_finalize(ctypes.byref(self._comm)), "freeing a process set's communicator")
+        parent = getattr(self, "_parent", None)
+        if parent is not None:
+            with parent._lock:
+                if self in parent._subsets:
+                    parent._subsets.remove(self)
+
     def shutdown(self):
         """Collective: stops the engine (pending tensors fail) and finalizes MPI."""
+        if not self.started or self.crashed:
+            return
+        for child in list(self._subsets):  # the process sets still registered, in registration order
+            child.close()
         with self._lock:
             if not self.started or self.crashed:
                 return

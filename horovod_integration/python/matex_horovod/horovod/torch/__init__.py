@@ -13,7 +13,7 @@ from .mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgat
                       alltoall_async, barrier, broadcast, broadcast_, broadcast_async, broadcast_async_,
                       broadcast_object, grouped_allgather, grouped_allreduce, grouped_allreduce_,
                       grouped_allreduce_async, grouped_allreduce_async_, grouped_reducescatter, join, poll,
-                      reducescatter, reducescatter_async, synchronize)
+                      reducescatter, reducescatter_async, sparse_allreduce_async, synchronize)
 from .optimizer import DistributedOptimizer  # noqa: F401
 from .sync_batch_norm import SyncBatchNorm  # noqa: F401
 

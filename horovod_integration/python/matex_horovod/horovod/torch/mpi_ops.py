@@ -30,8 +30,8 @@ for _name in ("uint16", "uint32", "uint64"):
     if hasattr(torch, _name):
         _DTYPES[getattr(torch, _name)] = _name
 
-_UNNAMED_KINDS = ("allgather", "allreduce", "broadcast", "grouped_allgather")
-_counters = dict.fromkeys(_UNNAMED_KINDS, 0)  # unnamed calls so far, per kind: the next one's number
+_UNNAMED_KINDS = ("allgather", "allreduce", "broadcast", "grouped_allgather", "sparse_allreduce")
+_counters = {}  # (process set id, kind) -> unnamed calls so far: the next one's number
 _counter_lock = threading.Lock()
 _handles = {}
 _handle_ids = itertools.count(1)
@@ -55,20 +55,28 @@ def _release(names):
         _reserved.difference_update(names)
 
 
-def _name(kind, name):
+def _name(kind, name, eng=engine):
+    """A tensor's name: the one given, else drawn from a counter per kind and process set (a set's names
+    need to match among its own ranks only)."""
     if name is not None:
         return f"{kind}.{name}"
+    key = (eng.process_set_id, kind)
     with _counter_lock:
-        number = _counters[kind]
-        _counters[kind] = number + 1
+        number = _counters.get(key, 0)
+        _counters[key] = number + 1
         return f"{kind}.noname.{number}"
 
 
-def _refuse(names, coll, error):
+def _engine_of(process_set, who):
+    """The engine that runs process_set's collectives on this rank (the global one, or the set's)."""
+    return process_sets.check(process_set, who) or engine
+
+
+def _refuse(names, coll, error, eng=engine):
     """This rank cannot submit `names` (error says why): the engine gets its refusal of each, so that the
     other ranks' requests for them fail with the reason rather than wait, and error is raised here."""
     for tensor_name in names:
-        engine.refuse(tensor_name, coll, f"{type(error).__name__}: {error}")
+        eng.refuse(tensor_name, coll, f"{type(error).__name__}: {error}")
     raise error
 
 
@@ -151,7 +159,7 @@ def synchronize(handle):
 _SCALED_INTEGERS = ("uint8", "int8", "int32", "int64")
 
 
-def _integer_factors(tensor, dtype, op, prescale_factor, postscale_factor, who):
+def _integer_factors(tensor, dtype, op, prescale_factor, postscale_factor, who, size):
     """For an integer tensor that Horovod would scale (op Average, a prescale or a postscale): the factors
     it applies, in double, truncating back to the dtype: (prescale, postscale), Average being a postscale
     of 1/size. None for a floating tensor or no scaling; raises TypeError where Horovod cannot scale."""
@@ -160,7 +168,7 @@ def _integer_factors(tensor, dtype, op, prescale_factor, postscale_factor, who):
     if dtype not in _SCALED_INTEGERS:
         raise TypeError(f"horovod.torch.{who}: op=Average, prescale_factor and postscale_factor need a floating "
                         f"tensor or one of {', '.join(_SCALED_INTEGERS)}, not {tensor.dtype}")
-    post = float(postscale_factor) / engine.size if op == "average" else float(postscale_factor)
+    post = float(postscale_factor) / size if op == "average" else float(postscale_factor)
     return float(prescale_factor), post
 
 
@@ -173,28 +181,29 @@ def _scale_integers(host, factor):
 
 def _allreduce_async_into(tensors, outputs, name, op, prescale_factor, postscale_factor, process_set,
                           who):
-    process_sets.check(process_set, who)
+    eng = _engine_of(process_set, who)
     if not tensors:
         return [], []
-    base = _name("allreduce", name)
+    base = _name("allreduce", name, eng)
     names = [base if len(tensors) == 1 else f"{base}.{index}" for index in range(len(tensors))]
     _reserve(names, who)
     try:
-        return _submit_allreduces(tensors, outputs, names, op, prescale_factor, postscale_factor, who)
+        return _submit_allreduces(eng, tensors, outputs, names, op, prescale_factor, postscale_factor, who)
     except BaseException:
         _release(names)
         raise
 
 
-def _submit_allreduces(tensors, outputs, names, op, prescale_factor, postscale_factor, who):
+def _submit_allreduces(eng, tensors, outputs, names, op, prescale_factor, postscale_factor, who):
     # Every tensor is checked before any is submitted: a refusal covers the whole group on every rank.
     plans = []
     try:
         for tensor in tensors:
             dtype = _dtype(tensor, who)
-            plans.append((dtype, _integer_factors(tensor, dtype, op, prescale_factor, postscale_factor, who)))
+            plans.append((dtype, _integer_factors(tensor, dtype, op, prescale_factor, postscale_factor, who,
+                                                  eng.size)))
     except (TypeError, ValueError) as error:
-        _refuse(names, ALLREDUCE, error)
+        _refuse(names, ALLREDUCE, error, eng)
     requests, staged = [], []
     for tensor, output, tensor_name, (dtype, integer) in zip(tensors, outputs, names, plans):
         if output is not tensor:
@@ -207,9 +216,9 @@ def _submit_allreduces(tensors, outputs, names, op, prescale_factor, postscale_f
             reduce_op, prescale, postscale = "sum", 1.0, 1.0
             _scale_integers(host.host, integer[0])
             host.after = lambda h=host.host, factor=integer[1]: _scale_integers(h, factor)
-        request = engine.submit(tensor_name, ALLREDUCE, None, host.host.data_ptr(), host.host.numel(), dtype,
-                                op=reduce_op, prescale=prescale, postscale=postscale, keep=(host.host,),
-                                shape=tuple(tensor.shape))
+        request = eng.submit(tensor_name, ALLREDUCE, None, host.host.data_ptr(), host.host.numel(), dtype,
+                             op=reduce_op, prescale=prescale, postscale=postscale, keep=(host.host,),
+                             shape=tuple(tensor.shape))
         request.name = tensor_name
         requests.append(request)
         staged.append(host)
@@ -323,24 +332,24 @@ _NO_ROWS = ctypes.c_int64(0)  # the send address of a rank with nothing to add
 def allgather_async(tensor, name=None, process_set=process_sets.global_process_set):
     """Every rank's tensor concatenated along dimension 0 (whose size may
     differ between ranks; the other dimensions must agree)."""
-    process_sets.check(process_set, "allgather")
-    tensor_name = _name("allgather", name)
+    eng = _engine_of(process_set, "allgather")
+    tensor_name = _name("allgather", name, eng)
     _reserve([tensor_name], "allgather_async")
     try:
-        return _submit_allgather(tensor, tensor_name)
+        return _submit_allgather(eng, tensor, tensor_name)
     except BaseException:
         _release([tensor_name])
         raise
 
 
-def _submit_allgather(tensor, tensor_name):
+def _submit_allgather(eng, tensor, tensor_name):
     try:
         dtype = _dtype(tensor, "allgather")
         if tensor.dim() == 0:
             raise ValueError("horovod.torch.allgather: the tensor needs at least one dimension (it is a scalar); "
                              "reshape it to [1]")
     except (TypeError, ValueError) as error:
-        _refuse([tensor_name], ALLGATHER, error)
+        _refuse([tensor_name], ALLGATHER, error, eng)
     host = _Staged(tensor)
     rows, rest = tensor.shape[0], tuple(tensor.shape[1:])
     row_elements = 1
@@ -348,8 +357,8 @@ def _submit_allgather(tensor, tensor_name):
         row_elements *= extent
     # An empty tensor still needs a real send address: a null one means "in place" to the engine.
     send = host.host.data_ptr() if host.host.numel() else ctypes.addressof(_NO_ROWS)
-    request = engine.submit(tensor_name, ALLGATHER, send, None, rows, dtype,
-                            row_elements=row_elements, keep=(host.host,), shape=tuple(tensor.shape))
+    request = eng.submit(tensor_name, ALLGATHER, send, None, rows, dtype,
+                         row_elements=row_elements, keep=(host.host,), shape=tuple(tensor.shape))
     request.name = tensor_name
 
     def finish():
@@ -369,14 +378,16 @@ class _AllgatherFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, name, process_set):
         ctx.rows = tensor.shape[0] if tensor.dim() else 1
+        ctx.process_set = process_set
         return synchronize(allgather_async(tensor, name, process_set))
 
     @staticmethod
     def backward(ctx, grad):
         # This rank's rows of the gradient averaged across ranks, as Horovod 0.28's allgather gradient.
-        averaged = synchronize(allreduce_async(grad.contiguous(), op=Average))
-        counts = engine.gather_ints([ctx.rows], "allgather_backward")
-        start = sum(c[0] for c in counts[:engine.rank])
+        eng = _engine_of(ctx.process_set, "allgather")
+        averaged = synchronize(allreduce_async(grad.contiguous(), op=Average, process_set=ctx.process_set))
+        counts = eng.gather_ints([ctx.rows], "allgather_backward")
+        start = sum(c[0] for c in counts[:eng.rank])
         return averaged[start:start + ctx.rows], None, None
 
 
@@ -389,43 +400,71 @@ class _GroupedAllgatherFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, name, process_set, *tensors):
         ctx.rows = [t.shape[0] if t.dim() else 1 for t in tensors]
-        base = _name("grouped_allgather", name)
+        ctx.process_set = process_set
+        base = _name("grouped_allgather", name, _engine_of(process_set, "grouped_allgather"))
         handles = [allgather_async(t, f"{base}.{i}", process_set) for i, t in enumerate(tensors)]
         return tuple(synchronize(h) for h in handles)
 
     @staticmethod
     def backward(ctx, *grads):
         # Each tensor's rows of its gradient averaged across ranks, as allgather's own gradient.
-        averaged = synchronize(grouped_allreduce_async([g.contiguous() for g in grads], op=Average))
-        counts = engine.gather_ints(ctx.rows, "grouped_allgather_backward")
+        eng = _engine_of(ctx.process_set, "grouped_allgather")
+        averaged = synchronize(grouped_allreduce_async([g.contiguous() for g in grads], op=Average,
+                                                       process_set=ctx.process_set))
+        counts = eng.gather_ints(ctx.rows, "grouped_allgather_backward")
         results = []
         for index, (gradient, rows) in enumerate(zip(averaged, ctx.rows)):
-            start = sum(c[index] for c in counts[:engine.rank])
+            start = sum(c[index] for c in counts[:eng.rank])
             results.append(gradient[start:start + rows])
         return (None, None) + tuple(results)
 
 
+def sparse_allreduce_async(tensor, name=None, op=Average, process_set=process_sets.global_process_set):
+    """The sum (op Sum) or average (op Average, over the process set's ranks) of a sparse COO tensor
+    across ranks, as Horovod computes it: every rank's coordinates and values are gathered, and entries
+    at one coordinate stay separate until torch coalesces them. Returns a callable that waits for the
+    gathers and gives the sparse result, of tensor's size."""
+    eng = _engine_of(process_set, "sparse_allreduce_async")
+    reduce_op = _ops.resolve(op, None, "sparse_allreduce_async")
+    if not isinstance(tensor, torch.Tensor) or not tensor.is_sparse:
+        raise TypeError("horovod.torch.sparse_allreduce_async: expected a sparse COO tensor")
+    if reduce_op not in ("average", "sum"):
+        raise ValueError(f"horovod.torch.sparse_allreduce_async: op must be Average or Sum, not {reduce_op}")
+    base = _name("sparse_allreduce", name, eng)
+    # One row per entry: allgather concatenates rows, so the coordinates travel transposed.
+    coordinates = allgather_async(tensor._indices().t().contiguous(), f"{base}.indices", process_set)
+    values = allgather_async(tensor._values().contiguous(), f"{base}.values", process_set)
+
+    def result():
+        gathered_values = synchronize(values)
+        gathered_coordinates = synchronize(coordinates)
+        if reduce_op == "average":
+            gathered_values = gathered_values / eng.size
+        return torch.sparse_coo_tensor(gathered_coordinates.t(), gathered_values, tensor.size(), check_invariants=True)
+    return result
+
+
 def broadcast_async_(tensor, root_rank, name=None, process_set=process_sets.global_process_set):
     """root_rank's tensor copied into tensor on every rank; returns a handle."""
-    process_sets.check(process_set, "broadcast")
-    tensor_name = _name("broadcast", name)
+    eng = _engine_of(process_set, "broadcast")
+    tensor_name = _name("broadcast", name, eng)
     _reserve([tensor_name], "broadcast_async_")
     try:
-        return _submit_broadcast(tensor, root_rank, tensor_name)
+        return _submit_broadcast(eng, tensor, root_rank, tensor_name)
     except BaseException:
         _release([tensor_name])
         raise
 
 
-def _submit_broadcast(tensor, root_rank, tensor_name):
+def _submit_broadcast(eng, tensor, root_rank, tensor_name):
     try:
         dtype = _dtype(tensor, "broadcast_")
-        _check_root(root_rank, "broadcast_")
+        root = _check_root(root_rank, "broadcast_", eng)
     except (TypeError, ValueError) as error:
-        _refuse([tensor_name], BROADCAST, error)
+        _refuse([tensor_name], BROADCAST, error, eng)
     host = _Staged(tensor)
-    request = engine.submit(tensor_name, BROADCAST, None, host.host.data_ptr(), host.host.numel(),
-                            dtype, root=int(root_rank), keep=(host.host,), shape=tuple(tensor.shape))
+    request = eng.submit(tensor_name, BROADCAST, None, host.host.data_ptr(), host.host.numel(),
+                         dtype, root=root, keep=(host.host,), shape=tuple(tensor.shape))
     request.name = tensor_name
     return _register([request], host.finish)
 
@@ -446,22 +485,28 @@ class _BroadcastFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, root_rank, name, process_set):
         ctx.root_rank = root_rank
+        ctx.process_set = process_set
         return synchronize(broadcast_async(tensor, root_rank, name, process_set))
 
     @staticmethod
     def backward(ctx, grad):
         # The gradient averaged across ranks, on root_rank only (Horovod 0.28's broadcast gradient).
-        averaged = synchronize(allreduce_async(grad.contiguous(), op=Average))
+        averaged = synchronize(allreduce_async(grad.contiguous(), op=Average, process_set=ctx.process_set))
         if engine.rank != ctx.root_rank:
             averaged = averaged * 0
         return averaged, None, None, None
 
 
-def _check_root(root_rank, who):
-    engine.require(who)
+def _check_root(root_rank, who, eng=engine):
+    """root_rank (a global rank, as Horovod takes it) as a rank of eng's process set."""
+    eng.require(who)
     if not _ops.is_rank(root_rank, engine.size):
         raise ValueError(f"horovod.torch.{who}: root_rank={root_rank!r} is not a rank of this job "
                          f"(0..{engine.size - 1})")
+    if int(root_rank) not in eng.members:
+        raise ValueError(f"horovod.torch.{who}: root_rank={root_rank!r} is not in the process set "
+                         f"(ranks {eng.members})")
+    return eng.members.index(int(root_rank))
 
 
 # ---- all-to-all, reduce-scatter (blocking on the communicator) ---------------------------------------------
@@ -473,11 +518,11 @@ def _row_elements(tensor):
     return count
 
 
-def _alltoall(tensor, splits, who):
+def _alltoall(tensor, splits, who, eng=engine):
     """(rows received, in rank order; int32 counts received from each rank). Blocking."""
     dtype = _dtype(tensor, who)
-    engine.require(who)
-    size = engine.size
+    eng.require(who)
+    size = eng.size
     if tensor.dim() == 0:
         raise ValueError(f"horovod.torch.{who}: the tensor needs at least one dimension")
     rows = tensor.shape[0]
@@ -493,18 +538,17 @@ def _alltoall(tensor, splits, who):
                              f"that sum to dimension 0 ({rows})")
     received = torch.zeros(size, dtype=torch.int64)
     sent = torch.tensor(splits, dtype=torch.int64)
-    engine.alltoallv(sent.data_ptr(), [1] * size, received.data_ptr(), [1] * size, "int64")
+    eng.alltoallv(sent.data_ptr(), [1] * size, received.data_ptr(), [1] * size, "int64")
     per_row = _row_elements(tensor)
     host = _Staged(tensor)
     output = torch.empty((int(received.sum()),) + tuple(tensor.shape[1:]), dtype=tensor.dtype)
-    engine.alltoallv(host.host.data_ptr(), [s * per_row for s in splits], output.data_ptr(),
-                     [int(r) * per_row for r in received], dtype)
+    eng.alltoallv(host.host.data_ptr(), [s * per_row for s in splits], output.data_ptr(),
+                  [int(r) * per_row for r in received], dtype)
     return output.to(tensor.device), received.to(torch.int32)  # Horovod's dtype for the received splits
 
 
 def alltoall_async(tensor, splits=None, name=None, process_set=process_sets.global_process_set):
-    process_sets.check(process_set, "alltoall")
-    output, received = _alltoall(tensor, splits, "alltoall_async")
+    output, received = _alltoall(tensor, splits, "alltoall_async", _engine_of(process_set, "alltoall"))
     return _register([], (lambda: (output, received)) if splits is not None else (lambda: output))
 
 
@@ -512,43 +556,43 @@ def alltoall(tensor, splits=None, name=None, process_set=process_sets.global_pro
     """Rank r sends splits[j] rows of tensor to rank j (an even split by
     default). Returns the received rows in rank order and, when splits was
     given, how many came from each rank. Differentiable, as in Horovod."""
-    process_sets.check(process_set, "alltoall")
-    output, received = _AlltoallFunction.apply(tensor, splits)
+    output, received = _AlltoallFunction.apply(tensor, splits, _engine_of(process_set, "alltoall"))
     return output if splits is None else (output, received)
 
 
 class _AlltoallFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, tensor, splits):
-        output, received = _alltoall(tensor, splits, "alltoall")
-        ctx.received = received
+    def forward(ctx, tensor, splits, eng):
+        output, received = _alltoall(tensor, splits, "alltoall", eng)
+        ctx.received, ctx.eng = received, eng
         ctx.mark_non_differentiable(received)
         return output, received
 
     @staticmethod
     def backward(ctx, grad, _):
         # The rows go back where they came from: an all-to-all of the gradient with the received splits.
-        returned, _ = _alltoall(grad.contiguous(), ctx.received, "alltoall")
-        return returned, None
+        returned, _ = _alltoall(grad.contiguous(), ctx.received, "alltoall", ctx.eng)
+        return returned, None, None
 
 
 def reducescatter_async(tensor, name=None, op=Average, process_set=process_sets.global_process_set,
                         prescale_factor=1.0, postscale_factor=1.0):
-    process_sets.check(process_set, "reducescatter")
+    eng = _engine_of(process_set, "reducescatter")
     reduce_op = _ops.resolve(op, None, "reducescatter")
     if tensor.dim() == 0:
-        _refuse([_name("allreduce", None if name is None else f"reducescatter.{name}")], ALLREDUCE,
-                ValueError("horovod.torch.reducescatter: the tensor needs at least one dimension"))
+        _refuse([_name("allreduce", None if name is None else f"reducescatter.{name}", eng)], ALLREDUCE,
+                ValueError("horovod.torch.reducescatter: the tensor needs at least one dimension"), eng)
     # The allreduce stays in flight until synchronize(), as Horovod's reduce-scatter does.
     reduced = _handles.pop(allreduce_async(tensor, name=None if name is None else f"reducescatter.{name}",
                                            op={"average": Average, "sum": Sum, "min": Min, "max": Max,
                                                "product": Product}[reduce_op],
-                                           prescale_factor=prescale_factor, postscale_factor=postscale_factor))
-    shares = _ops.split_rows(tensor.shape[0], engine.size)
-    start = sum(shares[:engine.rank])
+                                           prescale_factor=prescale_factor, postscale_factor=postscale_factor,
+                                           process_set=process_set))
+    shares = _ops.split_rows(tensor.shape[0], eng.size)
+    start = sum(shares[:eng.rank])
 
     def finish():
-        return reduced.finish()[start:start + shares[engine.rank]].clone()
+        return reduced.finish()[start:start + shares[eng.rank]].clone()
     return _register(reduced.requests, finish)
 
 
@@ -556,13 +600,15 @@ class _ReducescatterFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, name, op, process_set, prescale_factor, postscale_factor):
         ctx.sum = _ops.resolve(op, None, "reducescatter") == "sum"
+        ctx.process_set = process_set
         return synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor, postscale_factor))
 
     @staticmethod
     def backward(ctx, grad):
         # Horovod 0.28's reduce-scatter gradient: every rank's gradient gathered, times the ranks for Sum.
-        gathered = synchronize(allgather_async(grad.contiguous()))
-        return (gathered * engine.size if ctx.sum else gathered), None, None, None, None, None
+        gathered = synchronize(allgather_async(grad.contiguous(), process_set=ctx.process_set))
+        size = _engine_of(ctx.process_set, "reducescatter").size
+        return (gathered * size if ctx.sum else gathered), None, None, None, None, None
 
 
 def reducescatter(tensor, name=None, compression=None, op=Average, process_set=process_sets.global_process_set,
@@ -585,8 +631,7 @@ def grouped_reducescatter(tensors, name=None, compression=None, op=Average,
 # ---- join, barrier, objects ---------------------------------------------------------------------------------
 
 def barrier(process_set=process_sets.global_process_set):
-    process_sets.check(process_set, "barrier")
-    engine.barrier()
+    _engine_of(process_set, "barrier").barrier()
 
 
 def join(device=-1):
@@ -599,31 +644,33 @@ def join(device=-1):
     # Unnamed calls are numbered per kind on each rank, and a rank that joined early did not count the
     # others' calls meanwhile: the ranks' counts meet at their largest here, so that unnamed calls match
     # again after a join.
+    keys = [(0, kind) for kind in _UNNAMED_KINDS]
     with _counter_lock:
-        counts = [_counters[kind] for kind in _UNNAMED_KINDS]
+        counts = [_counters.get(key, 0) for key in keys]
     everyone = engine.gather_ints(counts, "join.counters")
     with _counter_lock:
-        for kind, largest in zip(_UNNAMED_KINDS, map(max, zip(*everyone))):
-            _counters[kind] = max(_counters[kind], largest)
+        for key, largest in zip(keys, map(max, zip(*everyone))):
+            _counters[key] = max(_counters.get(key, 0), largest)
     return last
 
 
 # The object calls name their tensors (the call's name, else the call's own), as Horovod does, so that
 # they match across ranks whose counts of unnamed calls differ (a rank that joined early).
-def _broadcast_bytes(payload, root_rank, name):
+def _broadcast_bytes(payload, root_rank, name, process_set):
     length = torch.tensor([len(payload)], dtype=torch.int64)
-    broadcast_(length, root_rank, name=f"{name}.sz")
+    broadcast_(length, root_rank, name=f"{name}.sz", process_set=process_set)
     data = torch.zeros(int(length.item()), dtype=torch.uint8)
     if engine.rank == root_rank:
         data = torch.frombuffer(bytearray(payload), dtype=torch.uint8) if payload else data
-    broadcast_(data, root_rank, name=f"{name}.t")
+    broadcast_(data, root_rank, name=f"{name}.t", process_set=process_set)
     return data.numpy().tobytes()
 
 
-def _allgather_bytes(payload, name):
+def _allgather_bytes(payload, name, process_set):
     data = torch.frombuffer(bytearray(payload), dtype=torch.uint8) if payload else torch.zeros(0, dtype=torch.uint8)
-    lengths = synchronize(allgather_async(torch.tensor([len(payload)], dtype=torch.int64), name=f"{name}.sz"))
-    everything = synchronize(allgather_async(data, name=f"{name}.t")).numpy().tobytes()
+    lengths = synchronize(allgather_async(torch.tensor([len(payload)], dtype=torch.int64), name=f"{name}.sz",
+                                          process_set=process_set))
+    everything = synchronize(allgather_async(data, name=f"{name}.t", process_set=process_set)).numpy().tobytes()
     parts, start = [], 0
     for length in lengths.tolist():
         parts.append(everything[start:start + length])
@@ -633,14 +680,13 @@ def _allgather_bytes(payload, name):
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=process_sets.global_process_set):
     """root_rank's object (anything picklable), on every rank."""
-    process_sets.check(process_set, "broadcast_object")
-    _check_root(root_rank, "broadcast_object")
-    return objects.broadcast_object(obj, root_rank, engine.rank,
-                                    lambda payload, root: _broadcast_bytes(payload, root, name or "broadcast_object"))
+    _check_root(root_rank, "broadcast_object", _engine_of(process_set, "broadcast_object"))
+    return objects.broadcast_object(obj, root_rank, engine.rank, lambda payload, root: _broadcast_bytes(
+        payload, root, name or "broadcast_object", process_set))
 
 
 def allgather_object(obj, name=None, process_set=process_sets.global_process_set):
     """Every rank's object, in rank order."""
-    process_sets.check(process_set, "allgather_object")
-    engine.require("allgather_object")
-    return objects.allgather_object(obj, lambda payload: _allgather_bytes(payload, name or "allgather_object"))
+    _engine_of(process_set, "allgather_object").require("allgather_object")
+    return objects.allgather_object(obj, lambda payload: _allgather_bytes(payload, name or "allgather_object",
+                                                                          process_set))

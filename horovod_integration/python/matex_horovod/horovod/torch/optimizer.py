@@ -18,7 +18,6 @@ import torch
 from ..common import process_sets
 from ..common import reduce_ops as _ops
 from ..common.engine import engine
-from ..common.refusals import refuse
 from . import mpi_ops
 from ..common.compression import NoneCompressor
 from .compression import Compression
@@ -40,6 +39,17 @@ class _Submitted:
         return self.tensor
 
 
+class _SparseResult:
+    """A sparse gradient's gathered sum or average (mpi_ops.sparse_allreduce_async): it replaces p.grad."""
+    __slots__ = ("wait",)
+
+    def __init__(self, wait):
+        self.wait = wait
+
+    def result(self):
+        return self.wait()
+
+
 class _ViaHandle:
     """A gradient submitted through mpi_ops (staged: a CUDA or strided tensor)."""
     __slots__ = ("handle",)
@@ -53,8 +63,15 @@ class _ViaHandle:
 
 class _DistributedMixin:
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, sparse_as_dense):
+                 gradient_predivide_factor, sparse_as_dense, process_set):
         super().__init__(params)
+        # The gradients are averaged over process_set; on a rank outside it this optimizer steps alone, as
+        # Horovod's does. _engine: the set's engine here, or None when there is nothing to average with.
+        self._process_set = process_set
+        in_set = process_sets.is_global(process_set) or process_set.included()
+        self._engine = mpi_ops._engine_of(process_set, "DistributedOptimizer") if in_set else None
+        if self._engine is not None and self._engine.size == 1:
+            self._engine = None
         self._compression = compression
         self._op = op
         self._predivide = float(gradient_predivide_factor)
@@ -70,10 +87,11 @@ class _DistributedMixin:
         self._handles = {}  # id -> None (a pass accumulated locally) or (parameter, pending, tensor, context)
         self._specs = {}  # (id, dtype) -> the parameter's prepared engine submission
         self._lean = {}  # id -> (spec, dtype): uncompressed CPU gradients, submitted by the hook directly
+        self._resparsify = set()  # ids of sparse gradients reduced dense (sparse_as_dense) in this step
         self._synchronized = False
         self._should_synchronize = True
         self._hooks = {}
-        if engine.size > 1:
+        if self._engine is not None:
             for group in self.param_groups:
                 for p in group["params"]:
                     if p.requires_grad:
@@ -131,7 +149,7 @@ class _DistributedMixin:
             # The gradient of a parameter seen before, uncompressed: straight to the engine.
             spec = lean[0]
             spec.recvbuf, spec.count = grad.data_ptr(), grad.numel()
-            self._handles[key] = (p, _Submitted(engine.submit_one(spec, (grad,)), grad), grad, None)
+            self._handles[key] = (p, _Submitted(self._engine.submit_one(spec, (grad,)), grad), grad, None)
         else:
             self._handles[key] = (p,) + self._submit_many([p])[0]
         self._delay[key] = 0  # only once submitted: a refused gradient leaves the count as it was
@@ -150,28 +168,32 @@ class _DistributedMixin:
                 # Another rank may have a gradient for it (a branch this rank skipped): take part with zeros.
                 p.grad = torch.zeros_like(p)
             if p.grad.is_sparse:
-                if not self._sparse_as_dense:
-                    refuse(f"DistributedOptimizer on the sparse gradient of {self._names[p]!r}",
-                           "pass sparse_as_dense=True")
+                if not self._sparse_as_dense:  # gathered, as Horovod reduces sparse gradients
+                    wait = mpi_ops.sparse_allreduce_async(p.grad, f"grad.{self._names[p]}", self._op,
+                                                          self._process_set)
+                    submitted[index] = (_SparseResult(wait), p.grad, None)
+                    continue
                 p.grad = p.grad.to_dense()
+                self._resparsify.add(id(p))  # sparse again once reduced, for optimizers that need it
             compressed, context = self._compression.compress(p.grad)
             if compressed.device.type == "cpu" and compressed.is_contiguous():
                 key = (id(p), compressed.dtype)
                 spec = self._specs.get(key)
                 if spec is None:
-                    spec = engine.prepare(f"allreduce.grad.{self._names[p]}",
-                                          mpi_ops._dtype(compressed, "DistributedOptimizer"),
-                                          _ops.resolve(self._op), prescale, postscale)
+                    spec = self._engine.prepare(f"allreduce.grad.{self._names[p]}",
+                                                mpi_ops._dtype(compressed, "DistributedOptimizer"),
+                                                _ops.resolve(self._op), prescale, postscale)
                     self._specs[key] = spec
                     if isinstance(self._compression, type) and issubclass(self._compression, NoneCompressor):
                         self._lean[id(p)] = (spec, compressed.dtype)  # no compression: the hook's lean path
                 direct.append((index, spec, compressed, context))
             else:
                 handle = mpi_ops.allreduce_async_(compressed, name=f"grad.{self._names[p]}", op=self._op,
-                                                  prescale_factor=prescale, postscale_factor=postscale)
+                                                  prescale_factor=prescale, postscale_factor=postscale,
+                                                  process_set=self._process_set)
                 submitted[index] = (_ViaHandle(handle), compressed, context)
         if direct:
-            requests = engine.submit_prepared([(spec, t.data_ptr(), t.numel(), (t,)) for _, spec, t, _ in direct])
+            requests = self._engine.submit_prepared([(spec, t.data_ptr(), t.numel(), (t,)) for _, spec, t, _ in direct])
             for (index, _, t, context), request in zip(direct, requests):
                 submitted[index] = (_Submitted(request, t), t, context)
         return submitted
@@ -179,7 +201,7 @@ class _DistributedMixin:
     def synchronize(self):
         """Waits for every gradient's allreduce (submitting those whose hook
         has not fired, with zeros where a parameter got no gradient)."""
-        if engine.size > 1:
+        if self._engine is not None:
             first_error = None
             try:
                 missing = [p for p in self._names if p.requires_grad and self._handles.get(id(p)) is None]
@@ -198,13 +220,18 @@ class _DistributedMixin:
                     except Exception as error:
                         first_error = first_error or error
                         continue
-                    if compressed is not p.grad:
+                    if isinstance(pending, _SparseResult):
+                        p.grad = output
+                    elif compressed is not p.grad:
                         with torch.no_grad():
                             p.grad.copy_(self._compression.decompress(output, context))
+                    if key in self._resparsify:
+                        p.grad = p.grad.to_sparse()
             finally:
                 for key in self._delay:
                     self._delay[key] = self.backward_passes_per_step
                 self._handles.clear()
+                self._resparsify.clear()
             if first_error is not None:
                 raise first_error
         self._handles.clear()
@@ -243,7 +270,8 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     gradients across ranks. num_groups and groups are accepted: matex's
     engine fuses gradients by size on its own."""
     engine.require("DistributedOptimizer")
-    process_sets.check(process_set, "DistributedOptimizer")
+    if not process_sets.is_global(process_set) and process_set.process_set_id is None:
+        process_sets.check(process_set, "DistributedOptimizer")  # raises: the set is not registered
     _ops.resolve(op, None, "DistributedOptimizer")
     if op != _ops.Average and gradient_predivide_factor != 1.0:
         raise ValueError("horovod.torch.DistributedOptimizer: gradient_predivide_factor needs op=Average")
@@ -254,4 +282,4 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     cls = type(optimizer.__class__.__name__, (_DistributedMixin, optimizer.__class__),
                {"__module__": __name__})
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-               gradient_predivide_factor, sparse_as_dense)
+               gradient_predivide_factor, sparse_as_dense, process_set)
