@@ -401,6 +401,15 @@ big = [t(rows_input(r, 5, 3) + 1000.0 + r, torch.float16) for r in everyone]  # 
 reference16 = torch.nn.functional.batch_norm(torch.cat(big).double(), None, None, training=True)
 check_equal(bn16(big[rank]), reference16[5 * rank:5 * rank + 5], "SyncBatchNorm float16, mean 1000", rtol=2e-3)
 
+# ---- horovod.common.util, which Horovod's own tests and some scripts import -----------------------------------
+from horovod.common import util as hvd_util  # noqa: E402
+assert hvd_util.is_version_greater_equal_than("2.16.1", "2.16.0") and not hvd_util.is_version_greater_equal_than(
+    "2.9.0", "2.10.0") and hvd_util.is_version_greater_equal_than("2.1.0+cu121", "2.1.0")
+assert hvd_util.split_list(list(range(7)), 3) == [[0, 1, 2], [3, 4], [5, 6]] and hvd_util.is_iterable((1,))
+with hvd_util.env(MATEX_UTIL_PROBE="1"):
+    assert os.environ["MATEX_UTIL_PROBE"] == "1"
+assert "MATEX_UTIL_PROBE" not in os.environ and hvd_util.mpi_built() and not hvd_util.gloo_built()
+
 # ---- refusals and bad arguments -----------------------------------------------------------------------------
 expect_error(lambda: hvd.allreduce(t([1.0]), op=hvd.Adasum), "Adasum", "not supported")
 expect_error(lambda: hvd.allreduce(t([1.0]), op=hvd.Sum, average=True), "not both", kinds=(ValueError,))
