@@ -208,6 +208,8 @@ bool Engine::absorb_queue() {
     // Nor do refusals: their reason must reach rank 0.
     const bool uncached = op.spec.kind == TensorKind::kAllgather || op.spec.kind == TensorKind::kJoin ||
                           op.refusal_status != MATEX_SUCCESS;
+    // Looked up once here: the coordinator needs it (a joined rank stands in for host tensors only), and
+    // execute_allreduce picks the host or device path by it.
     if (op.spec.kind == TensorKind::kAllreduce && op.refusal_status == MATEX_SUCCESS && op.recv != nullptr) {
       op.spec.device = comm_->is_device_memory(op.recv);
     }
@@ -445,7 +447,7 @@ void Engine::execute_allreduce(const std::vector<TensorOp*>& ops) {
   // each kind takes its own path (host first, on every rank alike).
   std::vector<TensorOp*> on_host;
   std::vector<TensorOp*> on_device;
-  for (TensorOp* t : ops) (comm_->is_device_memory(t->recv) ? on_device : on_host).push_back(t);
+  for (TensorOp* t : ops) (t->spec.device ? on_device : on_host).push_back(t);  // set in absorb_queue
   if (!on_host.empty()) execute_host_allreduce(on_host);
   if (!on_device.empty()) execute_device_allreduce(on_device);
 }

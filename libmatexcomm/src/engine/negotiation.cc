@@ -267,7 +267,6 @@ void Coordinator::add(int rank, const Announcement& announcement, Clock::time_po
     p.specs[rank] = entry.spec;
     p.refusal_status[rank] = entry.refusal_status;
     p.refusals[rank] = entry.refusal;
-    ++p.count;
     if (!p.queued && complete(p)) {
       p.queued = true;
       ready_.push_back(entry.name);

@@ -145,7 +145,6 @@ class Coordinator {
     bool queued = false;            // in ready_
     std::vector<int32_t> refusal_status;  // per rank: MATEX_SUCCESS, or why the rank refused the name
     std::vector<std::string> refusals;    // per rank
-    int count = 0;
     uint64_t order = 0;             // first announcement
     Clock::time_point first_seen;
   };

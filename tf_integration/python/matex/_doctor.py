@@ -101,14 +101,9 @@ def _hardware(report, info):
     except OSError:
         pass
     nccl = "libnccl.so.2 not found (loaded at run time; torch brings its own)"
-    try:
-        library = ctypes.CDLL("libnccl.so.2")
-        number = ctypes.c_int(0)
-        if library.ncclGetVersion(ctypes.byref(number)) == 0:
-            code = number.value
-            nccl = f"NCCL {code // 10000}.{code // 100 % 100}.{code % 100}" if code >= 10000 else f"NCCL {code}"
-    except OSError:
-        pass
+    code = _libraries.nccl_version()
+    if code is not None:
+        nccl = f"NCCL {code // 10000}.{code // 100 % 100}.{code % 100}" if code >= 10000 else f"NCCL {code}"
     report.line("CUDA / NCCL", f"device path built (CUDA {info.get('cuda_version') or '?'}); {gpus}; {nccl}")
 
 

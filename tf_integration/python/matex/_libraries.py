@@ -49,6 +49,18 @@ def load_libmpi(who="matex"):
                       "load the MPI module the package was built with, or put its lib folder on LD_LIBRARY_PATH")
 
 
+def nccl_version():
+    """The version code (22703 for 2.27.3) of the NCCL this process would load (libnccl.so.2, which the
+    GPU path opens at run time), or None where none loads."""
+    try:
+        number = ctypes.c_int(0)
+        if ctypes.CDLL("libnccl.so.2").ncclGetVersion(ctypes.byref(number)) == 0 and number.value > 0:
+            return number.value
+    except (OSError, AttributeError):
+        pass
+    return None
+
+
 def tool(name):
     """The path of one of matex's programs (matex-topo, matexrun, ...): in the
     wheel's matex/bin, or, run from a build tree (<build>/python/matex), in

@@ -117,14 +117,8 @@ class Basics:
         NCCL at run time; built with CUDA and no NCCL found, it answers 1 (built, version unknown)."""
         if not self._runtime.built_with_cuda():
             return 0
-        import ctypes
-        try:
-            number = ctypes.c_int(0)
-            if ctypes.CDLL("libnccl.so.2").ncclGetVersion(ctypes.byref(number)) == 0 and number.value > 0:
-                return number.value
-        except (OSError, AttributeError):
-            pass
-        return 1
+        from matex import _libraries
+        return _libraries.nccl_version() or 1
 
     def cuda_built(self, verbose=False):
         return bool(self._runtime.built_with_cuda())

@@ -80,7 +80,11 @@ def ddl_built(verbose=False):
 
 
 def nccl_built(verbose=False):
-    return _built_with_cuda()
+    """As hvd.nccl_built(): NCCL's version code, 1 when built with CUDA and none loads, 0 without CUDA."""
+    if not _built_with_cuda():
+        return 0
+    from matex import _libraries
+    return _libraries.nccl_version() or 1
 
 
 def gpu_available(ext_base_name, verbose=False):
