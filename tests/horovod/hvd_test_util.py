@@ -89,3 +89,45 @@ def check_moved(trained, initial, worst, what):
     if moved < 1000 * max(worst, 1e-7):
         raise AssertionError(f"{what}: training moved the weights by {moved:.3g} only, too little to judge")
     return moved
+
+
+def check_keras_elastic(hvd, keras, rank):
+    """hvd.elastic on a Keras model (the hvd module and the Keras it serves):
+    KerasState.sync gives every rank rank 0's weights and values, restore()
+    goes back to the last save, and the elastic callbacks commit at each
+    epoch's end and count batches and epochs during fit."""
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    mine = [np.full(w.shape, float(rank + 1)) for w in model.get_weights()]
+    model.set_weights(mine)
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    state = hvd.elastic.KerasState(model, batch=20 + rank, epoch=10 + rank)
+    state.sync()
+    for got, w in zip(model.get_weights(), mine):
+        check_equal(got, np.ones_like(w), "KerasState.sync: rank 0's weights")
+    assert (state.batch, state.epoch) == (20, 10), (state.batch, state.epoch)
+    model.set_weights([w * 0 for w in mine])
+    state.batch = 5
+    state.restore()
+    for got in model.get_weights():
+        check_equal(got, np.ones_like(got), "KerasState.restore: the synced weights")
+    assert state.batch == 20
+    x, y = np.arange(12.0).reshape(4, 3) / 10, np.ones((4, 2))
+    state.batch = 0
+    model.fit(x, y, batch_size=2, epochs=2, verbose=0, shuffle=False,
+              callbacks=[hvd.elastic.UpdateBatchStateCallback(state), hvd.elastic.UpdateEpochStateCallback(state),
+                         hvd.elastic.CommitStateCallback(state)])  # commits after the counts are updated
+    trained = model.get_weights()
+    assert (state.batch, state.epoch) == (0, 12), (state.batch, state.epoch)
+    model.set_weights([w * 0 for w in trained])
+    state.restore()
+    for got, want in zip(model.get_weights(), trained):
+        check_equal(got, want, "KerasState.restore after fit: the weights the last commit saved")
+    assert (state.batch, state.epoch) == (0, 12), (state.batch, state.epoch)
+    calls = []
+
+    @hvd.elastic.run
+    def train(state, factor):
+        calls.append(factor)
+        return state.epoch * factor
+
+    assert train(state, 3) == 36 and calls == [3], calls

@@ -137,7 +137,7 @@ check_equal(history.history["lr"], learning_rates, "learning rates of the warmup
 path = os.path.join(out_dir, f"checkpoint-{epochs}.keras")
 hvd.barrier()
 resumed = hvd.load_model(path)
-assert type(resumed.optimizer).__module__.startswith("keras") and hasattr(resumed.optimizer, "_hvd_averager"), \
+assert type(resumed.optimizer).__module__.startswith("keras") and hasattr(resumed.optimizer, "register_local_var"), \
     type(resumed.optimizer)
 for got, want in zip(resumed.weights, trained):
     check_equal(got, want, "reloaded weights")

@@ -11,8 +11,8 @@ import tensorflow as tf
 
 import horovod.tensorflow as hvd
 import horovod.tensorflow.keras as hvdk
-from hvd_test_util import (COUNTS, check_equal, expect_error, rank_input, reducescatter_rows,
-                           rows_input)
+from hvd_test_util import (COUNTS, check_equal, check_keras_elastic, expect_error, rank_input,
+                           reducescatter_rows, rows_input)
 
 assert "matex_horovod" in hvd.__file__, f"imported {hvd.__file__}, not matex's horovod"
 import horovod.keras as hvd_keras  # noqa: E402  (the standalone-Keras name serves the same module)
@@ -48,8 +48,20 @@ for count in COUNTS:
         rough = 1e-2 if dtype in (tf.float16, tf.bfloat16) else 1e-6
         check_equal(hvd.allreduce(c(inputs[rank], dtype)), mean, f"average {dtype.name} {count}", rtol=rough)
         check_equal(hvd.allreduce(c(inputs[rank], dtype), op=hvd.Sum), total, f"sum {dtype.name} {count}")
-    for dtype in (tf.int32, tf.int64):
+    for dtype in (tf.int32, tf.int64, tf.int8, tf.uint8, tf.int16, tf.uint16):
         check_equal(hvd.allreduce(c(inputs[rank], dtype), op=hvd.Sum), total, f"sum {dtype.name} {count}")
+    # Integers as Horovod scales them: in float64, truncated toward zero; Average is a postscale of 1/size and
+    # a prescale applies to each rank's input before the sum. Negative values too; grouped with floats.
+    signed = [rank_input(r, count) - 6 for r in everyone]  # -5..5
+    for dtype in (tf.int32, tf.int64, tf.int8, tf.int16):
+        check_equal(hvd.allreduce(c(signed[rank], dtype)), np.trunc(np.sum(signed, 0) * (1.0 / size)),
+                    f"integer average {dtype.name} count {count}")
+        check_equal(hvd.allreduce(c(signed[rank], dtype), op=hvd.Sum, prescale_factor=0.5, postscale_factor=3.0),
+                    np.trunc(3.0 * np.sum(np.trunc(0.5 * np.array(signed)), 0)), f"integer scales {dtype.name} {count}")
+    both = hvd.grouped_allreduce([c(signed[rank], tf.int32), c(signed[rank], tf.float64)], postscale_factor=0.7)
+    check_equal(both[0], np.trunc(np.sum(signed, 0) * (0.7 / size)), f"grouped integer average {count}")
+    # (the op's scale factors are float32 attributes, as Horovod's are: 0.7 to 1 part in 2^24)
+    check_equal(both[1], np.sum(signed, 0) * (0.7 / size), f"grouped float average {count}", rtol=1e-7)
     check_equal(hvd.allreduce(c(inputs[rank]), op=hvd.Min), np.min(inputs, 0) if count else [], f"min {count}")
     check_equal(hvd.allreduce(c(inputs[rank]), op=hvd.Max), np.max(inputs, 0) if count else [], f"max {count}")
     check_equal(hvd.allreduce(c(inputs[rank], tf.float64), op=hvd.Product), np.prod(inputs, 0), f"prod {count}")
@@ -289,17 +301,44 @@ with tf.Graph().as_default():
         check_equal(session.run(v1), rank_input(0, 3) - 0.5 * np.mean([rank_input(r, 3, salt=1) for r in everyone], 0),
                     "TF1 DistributedOptimizer", rtol=1e-12)
 
+# ---- elastic state on a job of fixed size: sync gives rank 0's, restore goes back to the last commit ----------
+v = tf.Variable(c(rank_input(rank, 4), tf.float64))
+state = hvd.elastic.TensorFlowState([v], batch=20 + rank, epoch=10 + rank)
+state.sync()
+check_equal(v, rank_input(0, 4), "TensorFlowState.sync: rank 0's variables")
+assert (state.batch, state.epoch) == (20, 10), (state.batch, state.epoch)
+v.assign(c(rank_input(rank, 4, salt=3), tf.float64))
+state.batch = 99
+state.restore()
+check_equal(v, rank_input(0, 4), "TensorFlowState.restore: the synced values")
+assert state.batch == 20
+v.assign(c(rank_input(rank, 4, salt=5), tf.float64))
+state.batch = 30 + rank
+state.commit()
+v.assign(c(np.zeros(4), tf.float64))
+state.restore()
+check_equal(v, rank_input(rank, 4, salt=5), "TensorFlowState.restore: the committed values")
+assert state.batch == 30 + rank
+expect_error(lambda: hvd.elastic.TensorFlowState(), "variables", kinds=(ValueError,))
+check_keras_elastic(hvdk, tf.keras, rank)
+check_keras_elastic(hvd_keras, tf.keras, rank)  # horovod.keras: the keras package, Keras 3 here too
+
 # ---- refusals and bad arguments -------------------------------------------------------------------------------
 expect_error(lambda: hvd.allreduce(c([1.0]), op=hvd.Adasum), "Adasum", "not supported")
 expect_error(lambda: hvd.allreduce(c([1.0]), op=hvd.Sum, average=True), "not both", kinds=(ValueError,))
-expect_error(lambda: hvd.broadcast(c([1.0]), root_rank=size), f"root_rank={size}", kinds=(ValueError,))
-expect_error(lambda: hvd.allgather(c(1.0)), "scalar", kinds=(ValueError,))
+expect_error(lambda: hvd.broadcast(c([1.0]), root_rank=size), f"root_rank {size}", kinds=(tf.errors.InvalidArgumentError,))
+expect_error(lambda: hvd.broadcast(c([1.0]), root_rank="0"), "root_rank='0'", kinds=(ValueError,))
+expect_error(lambda: hvd.allgather(c(1.0)), "scalar", kinds=(tf.errors.InvalidArgumentError,))
+# What one rank alone cannot serve fails on every rank, naming that rank, not a wait for it
+last = size - 1
+expect_error(lambda: hvd.broadcast(c([1.0]), root_rank=-1 if rank == last else 0, name="tf.refused.root"),
+             "tf.refused.root", f"rank {last}", "root_rank -1", kinds=(tf.errors.InvalidArgumentError,))
+expect_error(lambda: hvd.allgather(c(1.0) if rank == last else c([1.0]), name="tf.refused.scalar"),
+             "tf.refused.scalar", f"rank {last}", "scalar", kinds=(tf.errors.InvalidArgumentError,))
 expect_error(lambda: hvd.allreduce(c([1.0]), process_set=hvd.ProcessSet([0])), "process set")
 expect_error(lambda: tf.function(hvd.barrier)(), "barrier", "eagerly")
 expect_error(lambda: hvd.broadcast_global_variables(0), "eager", kinds=(RuntimeError,))
 expect_error(lambda: hvd.broadcast_object_fn(), "broadcast_object_fn")
-expect_error(lambda: hvd.elastic.run, "horovod.tensorflow.elastic.run", "not supported")
-expect_error(lambda: hvdk.elastic.KerasState, "horovod.tensorflow.keras.elastic.KerasState", "not supported")
 check_equal(hvd.broadcast(c(rank_input(rank, 3)), np.int64(size - 1)), rank_input(size - 1, 3), "NumPy root_rank")
 expect_error(lambda: hvd.start_timeline("x.json"), "HOROVOD_TIMELINE")
 

@@ -47,7 +47,7 @@ matex.init()
 RANK, SIZE = matex.rank(), matex.size()
 
 COUNTS = [0, 1, 7, 1023, 65537]
-DTYPES = [np.float32, np.float64, np.int32, np.int64, np.int8, np.uint8, np.float16, tf.bfloat16.as_numpy_dtype]
+DTYPES = [np.float32, np.float64, np.int32, np.int64, np.int8, np.uint8, np.int16, np.uint16, np.float16, tf.bfloat16.as_numpy_dtype]
 REDUCTIONS = {
     "sum": lambda a: np.sum(a, axis=0),
     "average": lambda a: np.sum(a, axis=0) / SIZE,
@@ -132,15 +132,39 @@ for case, rows_of, width in [("growing", lambda r: r + 1, 3), ("rank 0 empty", l
 flags = matex.allgather(tf.constant([RANK % 2 == 0])).numpy()
 check(flags.tolist() == [r % 2 == 0 for r in range(SIZE)], "allgather bool")
 
-# A shape that differs on one rank fails on every rank, naming the tensor; then all goes on.
+# A shape that differs on one rank fails on every rank, naming the tensor (FailedPrecondition, as Horovod's ops
+# report ranks that disagree); then all goes on.
 if SIZE > 1:
     try:
         matex.allreduce(tf.ones([3 if RANK == SIZE - 1 else 4]), op="sum", name="differs/shape")
         check(False, "mismatched shapes raised nothing")
-    except tf.errors.InvalidArgumentError as error:
+    except tf.errors.FailedPreconditionError as error:
         check("differs/shape" in str(error), f"mismatch error names the tensor: {error}")
     after = matex.allreduce(tf.ones([4]), op="sum").numpy()
     check(np.array_equal(after, np.full(4, SIZE, np.float32)), "allreduce after a mismatch")
+
+# What one rank cannot serve (an integer average, a scalar to allgather, a root outside the job) fails on every
+# rank, quoting that rank's reason, instead of leaving the others waiting; then all goes on.
+if SIZE > 1:
+    last = SIZE - 1
+    refused = [
+        ("refused/int_average", lambda: matex.allreduce(tf.constant([RANK] * 3, tf.int32 if RANK == last else
+                                                                    tf.float32), op="average",
+                                                        name="refused/int_average"), "floating dtype"),
+        ("refused/scalar", lambda: matex.allgather(tf.constant(1.0) if RANK == last else tf.ones([2]),
+                                                   name="refused/scalar"), "not a scalar"),
+        ("refused/root", lambda: matex.broadcast(tf.ones([2]), root_rank=SIZE if RANK == last else 0,
+                                                 name="refused/root"), f"root_rank {SIZE}"),
+    ]
+    for name, call, reason in refused:
+        try:
+            call()
+            check(False, f"{name}: refused on rank {last} and raised nothing on rank {RANK}")
+        except tf.errors.InvalidArgumentError as error:
+            check(name in str(error) and reason in str(error) and f"rank {last}" in str(error).replace("ranks", "rank"),
+                  f"{name}: the error names the tensor, rank {last} and its reason: {error}")
+    after = matex.allreduce(tf.ones([3]), op="sum", name="after/refusals").numpy()
+    check(np.array_equal(after, np.full(3, SIZE, np.float32)), "allreduce after refusals")
 
 # Inside XLA-compiled functions (the ops' XLA:CPU lowerings, when the library has them): a group of edge
 # counts and dtypes, reductions, broadcast from the last rank, allgather of equal rows; the compiled program

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "host_kernel_registration.h"
+#include "refusal.h"
 #include "runtime.h"
 #include "single_tensor_state.h"
 
@@ -51,13 +52,18 @@ class AllgatherKernel : public AsyncOpKernel {
     matex_engine_t engine = nullptr;
     OP_REQUIRES_OK_ASYNC(context, running_engine(&engine), done);
     const tensorflow::Tensor& input = context->input(0);
-    OP_REQUIRES_ASYNC(context, input.dims() >= 1,
-                      absl::InvalidArgumentError("matex: allgather of '" + name_ +
-                                                 "' needs a tensor with a first dimension, not a scalar"),
-                      done);
-    matex_dtype_t dtype;
-    OP_REQUIRES_OK_ASYNC(context, dtype_of(input, name_, &dtype), done);
     auto* state = new AllgatherState(context, std::move(done), name_);
+    matex_dtype_t dtype = MATEX_UINT8;
+    absl::Status usable = input.dims() >= 1 ? dtype_of(input, name_, &dtype)
+                                            : absl::InvalidArgumentError("matex: allgather of '" + name_ +
+                                                                         "' needs a tensor with a first dimension, "
+                                                                         "not a scalar");
+    if (!usable.ok()) {  // fails on every rank, quoting why, rather than leave the others waiting
+      if (refuse_on_every_rank(engine, MATEX_COLL_ALLGATHER, name_, usable, on_complete, state) != MATEX_SUCCESS) {
+        state->finish(usable);
+      }
+      return;
+    }
     state->input = input;
     state->row_shape = input.shape();
     state->row_shape.RemoveDim(0);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "host_kernel_registration.h"
+#include "refusal.h"
 #include "runtime.h"
 #include "tensor_conversion.h"
 #include "tensorflow/core/framework/op_kernel.h"
@@ -79,17 +80,18 @@ class AllreduceKernel : public AsyncOpKernel {
     matex_engine_t engine = nullptr;
     OP_REQUIRES_OK_ASYNC(context, running_engine(&engine), done);
     const int n = context->num_inputs();
-    matex_dtype_t dtype;
-    OP_REQUIRES_OK_ASYNC(context, dtype_of(context->input(0), base_name_, &dtype), done);
-    OP_REQUIRES_OK_ASYNC(context, check_scaling(dtype, op_, prescale_, postscale_, base_name_), done);
     auto* group = new Group(context, std::move(done), n);
+    for (int i = 0; i < n; ++i) group->names.push_back(n == 1 ? base_name_ : base_name_ + "/" + std::to_string(i));
+    matex_dtype_t dtype = MATEX_FLOAT32;
+    absl::Status usable = dtype_of(context->input(0), base_name_, &dtype);
+    if (usable.ok()) usable = check_scaling(dtype, op_, prescale_, postscale_, base_name_);
+    if (!usable.ok()) return refuse(engine, group, usable);
     std::vector<matex_tensor_op_t> ops(n);
     for (int i = 0; i < n; ++i) {
       const tensorflow::Tensor& input = context->input(i);
       tensorflow::Tensor* output = nullptr;
       absl::Status allocated = context->allocate_output(i, input.shape(), &output);
       if (!allocated.ok()) return group->abandon(allocated);
-      group->names.push_back(n == 1 ? base_name_ : base_name_ + "/" + std::to_string(i));
       group->inputs.push_back(input);
       matex_tensor_op_t& op = ops[i];
       op = matex_tensor_op_t{};
@@ -116,6 +118,22 @@ class AllreduceKernel : public AsyncOpKernel {
   }
 
  private:
+  // This rank cannot serve the op (a dtype, an average of integers): every
+  // tensor of it fails on every rank, quoting why, rather than leave the
+  // other ranks waiting for it.
+  static void refuse(matex_engine_t engine, Group* group, const absl::Status& why) {
+    const std::string reason(why.message());
+    const int n = static_cast<int>(group->names.size());
+    for (int i = 0; i < n; ++i) {
+      auto* slot = new Slot{group, i};
+      if (refuse_on_every_rank(engine, MATEX_COLL_ALLREDUCE, group->names[i], why, on_complete, slot) !=
+          MATEX_SUCCESS) {
+        delete slot;
+        group->finish_one(i, MATEX_ERR_INVALID_ARG, reason.c_str());
+      }
+    }
+  }
+
   matex_op_t op_ = MATEX_SUM;
   float prescale_ = 1.0f;
   float postscale_ = 1.0f;

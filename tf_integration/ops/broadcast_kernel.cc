@@ -1,8 +1,10 @@
 // broadcast_kernel.cc - MatexBroadcast: the output starts as a copy of the
 // input, and the engine overwrites it with root_rank's on the other ranks.
 #include <cstring>
+#include <string>
 
 #include "host_kernel_registration.h"
+#include "refusal.h"
 #include "runtime.h"
 #include "single_tensor_state.h"
 
@@ -29,13 +31,25 @@ class BroadcastKernel : public AsyncOpKernel {
     matex_engine_t engine = nullptr;
     OP_REQUIRES_OK_ASYNC(context, running_engine(&engine), done);
     const tensorflow::Tensor& input = context->input(0);
-    matex_dtype_t dtype;
-    OP_REQUIRES_OK_ASYNC(context, dtype_of(input, name_, &dtype), done);
+    auto* state = new SingleTensorState(context, std::move(done), name_);
+    matex_dtype_t dtype = MATEX_UINT8;
+    absl::Status usable = dtype_of(input, name_, &dtype);
+    if (usable.ok() && (root_ < 0 || root_ >= matex_tf_size())) {
+      usable = absl::InvalidArgumentError("matex: '" + name_ + "': root_rank " + std::to_string(root_) +
+                                          " is not a rank of this job (0.." + std::to_string(matex_tf_size() - 1) +
+                                          ")");
+    }
+    if (!usable.ok()) {  // fails on every rank, quoting why, rather than leave the others waiting
+      if (refuse_on_every_rank(engine, MATEX_COLL_BROADCAST, name_, usable, on_complete, state) != MATEX_SUCCESS) {
+        state->finish(usable);
+      }
+      return;
+    }
     tensorflow::Tensor* output = nullptr;
-    OP_REQUIRES_OK_ASYNC(context, context->allocate_output(0, input.shape(), &output), done);
+    absl::Status allocated = context->allocate_output(0, input.shape(), &output);
+    if (!allocated.ok()) return state->finish(allocated);
     const size_t bytes = input.tensor_data().size();
     if (bytes > 0) std::memcpy(const_cast<char*>(output->tensor_data().data()), input.tensor_data().data(), bytes);
-    auto* state = new SingleTensorState(context, std::move(done), name_);
     matex_tensor_op_t op{};
     op.name = state->name.c_str();
     op.coll = MATEX_COLL_BROADCAST;

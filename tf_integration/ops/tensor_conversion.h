@@ -18,6 +18,8 @@ inline bool to_matex_dtype(tensorflow::DataType dtype, matex_dtype_t* out) {
     case tensorflow::DT_BOOL: *out = MATEX_UINT8; return true;
     case tensorflow::DT_INT8: *out = MATEX_INT8; return true;
     case tensorflow::DT_UINT8: *out = MATEX_UINT8; return true;
+    case tensorflow::DT_INT16: *out = MATEX_INT16; return true;
+    case tensorflow::DT_UINT16: *out = MATEX_UINT16; return true;
     case tensorflow::DT_INT32: *out = MATEX_INT32; return true;
     case tensorflow::DT_INT64: *out = MATEX_INT64; return true;
     case tensorflow::DT_HALF: *out = MATEX_FLOAT16; return true;
@@ -65,10 +67,14 @@ inline std::string tensor_name_of(const std::string& attribute, const std::strin
   return attribute.empty() ? node_name : attribute;
 }
 
-// A failed collective as a TensorFlow error that names the tensor.
+// A failed collective as a TensorFlow error that names the tensor. Ranks that
+// submitted a tensor differently (shape, dtype, operation, root) fail with
+// FailedPrecondition, as Horovod's ops do; bad input on this rank with
+// InvalidArgument.
 inline absl::Status collective_error(matex_status_t status, const std::string& tensor, const char* message) {
   const std::string text = "matex: tensor '" + tensor + "': " + message;
-  if (status == MATEX_ERR_INVALID_ARG || status == MATEX_ERR_MISMATCH) return absl::InvalidArgumentError(text);
+  if (status == MATEX_ERR_MISMATCH) return absl::FailedPreconditionError(text);
+  if (status == MATEX_ERR_INVALID_ARG) return absl::InvalidArgumentError(text);
   if (status == MATEX_ERR_TIMEOUT) return absl::DeadlineExceededError(text);
   if (status == MATEX_ERR_NOT_INITIALIZED) return absl::CancelledError(text);
   return absl::InternalError(text);

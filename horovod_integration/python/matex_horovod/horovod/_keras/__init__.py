@@ -1,5 +1,6 @@
 """The Keras DistributedOptimizer that horovod.tensorflow.keras and
-horovod.keras serve (Keras 3 on TensorFlow).
+horovod.keras serve: Keras 3 optimizers here, tf_keras ones in
+tf_keras_optimizer.py.
 
 It is an optimizer of the wrapped one's own class (rebuilt from its config)
 whose apply() first averages the gradients across ranks, before clipping and
@@ -14,6 +15,7 @@ mean by N. The result equals Horovod's to rounding; the traffic is N
 allreduces per update rather than one.
 """
 from ..common import reduce_ops as _ops
+from ..tensorflow.gradients import variable_key
 
 
 def _agree_on_finiteness(original):
@@ -35,29 +37,52 @@ def _agree_on_finiteness(original):
 
 
 class _DistributedKerasMixin:
+    _hvd_settings = None  # (averager, postscale, scale_local_gradients), on the class
+
+    def register_local_var(self, var):
+        """Keeps var's gradient on this rank (divided by the number of ranks
+        when scale_local_gradients is on), as Horovod does."""
+        if not hasattr(self, "_hvd_local_keys"):
+            self._hvd_local_keys = set()
+        self._hvd_local_keys.add(variable_key(var))
+
     def apply(self, grads, trainable_variables=None):
-        grads = self._hvd_averager(list(grads), postscale=self._hvd_postscale)
+        averager, postscale, scale_local = type(self)._hvd_settings
+        local = getattr(self, "_hvd_local_keys", None)
+        variables = trainable_variables if trainable_variables is not None else self._trainable_variables
+        grads = averager.reduce_except_local(list(grads), list(variables), local, scale_local, postscale)
         return super().apply(grads, trainable_variables)
 
 
-def create_distributed_optimizer(optimizer, name, compression, sparse_as_dense, gradient_predivide_factor, op,
-                                 backward_passes_per_step, average_aggregated_gradients, process_set):
-    import keras
+def _is_keras3_optimizer(optimizer):
+    import sys
+    return "keras" in sys.modules and isinstance(optimizer, sys.modules["keras"].optimizers.Optimizer)
 
+
+def create_distributed_optimizer(optimizer, name, compression, sparse_as_dense, gradient_predivide_factor, op,
+                                 backward_passes_per_step, average_aggregated_gradients, process_set,
+                                 scale_local_gradients=True):
+    """optimizer (Keras 3 or tf_keras) made distributed; see this module's and tf_keras_optimizer's notes."""
     from ..tensorflow.gradients import GradientAverager
     from ..tensorflow.runtime import runtime
+    from . import tf_keras_optimizer
     if not runtime.started:
         raise ValueError("Horovod has not been initialized; use hvd.init() (served by matex; DistributedOptimizer)")
-    if not isinstance(optimizer, keras.optimizers.Optimizer):
-        raise TypeError(f"horovod DistributedOptimizer: expected a Keras optimizer (or a TF1 "
+    keras3 = _is_keras3_optimizer(optimizer)
+    if not keras3 and not tf_keras_optimizer.is_tf_keras_optimizer(optimizer):
+        raise TypeError(f"horovod DistributedOptimizer: expected a Keras 3 or tf_keras optimizer (or a TF1 "
                         f"tf.compat.v1.train.Optimizer), got {type(optimizer).__name__}")
-    if isinstance(optimizer, _DistributedKerasMixin):
-        raise ValueError("horovod DistributedOptimizer: the optimizer is distributed already")
     averager = GradientAverager("keras.DistributedOptimizer", compression, sparse_as_dense, op,
                                 gradient_predivide_factor, process_set, allowed_ops=(_ops.Average, _ops.Sum))
     passes = int(backward_passes_per_step)
     if passes < 1:
         raise ValueError(f"horovod DistributedOptimizer: backward_passes_per_step must be >= 1, not {passes}")
+    if not keras3:
+        settings = tf_keras_optimizer.Settings(averager, passes, average_aggregated_gradients, scale_local_gradients)
+        return tf_keras_optimizer.create(optimizer, name, settings)
+    if isinstance(optimizer, _DistributedKerasMixin):
+        raise ValueError("horovod DistributedOptimizer: the optimizer is distributed already")
+    import keras
     from matex import _patching
     _patching.patch(keras.optimizers.LossScaleOptimizer, "check_finite", _agree_on_finiteness)
     config = optimizer.get_config()
@@ -68,9 +93,8 @@ def create_distributed_optimizer(optimizer, name, compression, sparse_as_dense, 
         config["gradient_accumulation_steps"] = passes
     if name is not None:
         config["name"] = name
+    postscale = float(passes) if passes > 1 and not average_aggregated_gradients else 1.0
     cls = type(optimizer.__class__.__name__, (_DistributedKerasMixin, optimizer.__class__),
-               {"__module__": optimizer.__class__.__module__})
-    distributed = cls.from_config(config)
-    distributed._hvd_averager = averager
-    distributed._hvd_postscale = float(passes) if passes > 1 and not average_aggregated_gradients else 1.0
-    return distributed
+               {"__module__": optimizer.__class__.__module__,
+                "_hvd_settings": (averager, postscale, scale_local_gradients)})
+    return cls.from_config(config)

@@ -1,4 +1,9 @@
-"""Horovod's Keras callbacks on Keras 3 (TensorFlow backend).
+"""Horovod's Keras callbacks, on Keras 3 (TensorFlow backend) and on tf_keras.
+
+The behaviour is written once, in base-less classes; for_base(Callback)
+gives the classes on one Keras's Callback (a fit of either Keras calls only
+its own kind): horovod.keras's on Keras 3, horovod.tensorflow.keras's on
+tf.keras, which is tf_keras under TF_USE_LEGACY_KERAS=1.
 
 BroadcastGlobalVariablesCallback: root_rank's model variables are
 broadcast when training begins (Horovod did it after the first batch, which
@@ -12,7 +17,6 @@ so it cannot be changed for one batch as Horovod did; for SGD without
 Nesterov and for RMSprop the two are the same update). As in Horovod, only
 optimizers with a momentum hyperparameter are corrected: not Adam's family.
 """
-import keras
 import tensorflow as tf
 
 from ..common.refusals import refuse
@@ -20,17 +24,30 @@ from ..tensorflow import mpi_ops
 from ..tensorflow.runtime import runtime
 
 
-def _optimizer_variables(optimizer):
+def _variables_of(optimizer):
+    variables = optimizer.variables
+    if callable(variables) and not isinstance(variables, list):  # tf_keras's legacy OptimizerV2
+        variables = variables()
+    return list(variables)
+
+
+def optimizer_variables(optimizer):
+    """The optimizer's variables (a loss-scale optimizer's inner one's when it has none of its own)."""
     if optimizer is None:
         return []
     inner = getattr(optimizer, "inner_optimizer", None)  # LossScaleOptimizer
-    variables = list(optimizer.variables)
+    variables = _variables_of(optimizer)
     if inner is not None and not variables:
-        variables = list(inner.variables)
+        variables = _variables_of(inner)
     return variables
 
 
-class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
+def _number(value):
+    """A learning rate or momentum (a float, a tf.Variable, a Keras 3 variable) as a float."""
+    return float(tf.convert_to_tensor(value).numpy())
+
+
+class _BroadcastGlobalVariables:
     def __init__(self, root_rank, device="", local_variables=None):
         super().__init__()
         self.root_rank = root_rank
@@ -41,14 +58,14 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
     def _broadcast(self, variables):
         variables = [v for v in variables if not any(v is local for local in self.local_variables)]
         for v in variables:
-            v.assign(mpi_ops.broadcast(v.value if hasattr(v, "value") else v, self.root_rank))
+            v.assign(mpi_ops.broadcast(tf.convert_to_tensor(v), self.root_rank))
 
     def _sync(self):
         if not self._model_done:
             self._broadcast(self.model.variables)
             self._model_done = True
         if not self._optimizer_done:
-            variables = _optimizer_variables(getattr(self.model, "optimizer", None))
+            variables = optimizer_variables(getattr(self.model, "optimizer", None))
             if variables:
                 self._broadcast(variables)
                 self._optimizer_done = True
@@ -61,7 +78,7 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
             self._sync()
 
 
-class MetricAverageCallback(keras.callbacks.Callback):
+class _MetricAverage:
     """Replaces each figure of the epoch's logs by its average across ranks."""
 
     def __init__(self, device=""):
@@ -80,11 +97,15 @@ class MetricAverageCallback(keras.callbacks.Callback):
 def _momentum_buffers(optimizer):
     """The momentum buffers that Horovod's correction scales: those of an
     optimizer with a momentum hyperparameter (SGD's `momentums`, RMSprop's
-    `_momentums`). Adam's family keeps its first moments in `_momentums`
-    too, but has no momentum coefficient, and Horovod leaves it alone."""
+    `_momentums`; the legacy tf_keras optimizers' "momentum" slots). Adam's
+    family keeps its first moments in `_momentums` too, but has no momentum
+    coefficient, and Horovod leaves it alone."""
     inner = getattr(optimizer, "inner_optimizer", optimizer)
-    if not getattr(inner, "momentum", 0):
+    if not hasattr(inner, "momentum") or not _number(inner.momentum):
         return inner, []
+    slots = getattr(inner, "_slots", None)
+    if isinstance(slots, dict):  # the legacy tf_keras OptimizerV2
+        return inner, [per_variable["momentum"] for per_variable in slots.values() if "momentum" in per_variable]
     for attribute in ("momentums", "_momentums"):
         buffers = getattr(inner, attribute, None)
         if buffers:
@@ -92,7 +113,7 @@ def _momentum_buffers(optimizer):
     return inner, []
 
 
-class LearningRateScheduleCallback(keras.callbacks.Callback):
+class _LearningRateSchedule:
     """lr = initial_lr * multiplier(epoch) for start_epoch <= epoch < end_epoch;
     with staircase=False the epoch is fractional (epoch + batch / steps_per_epoch)."""
 
@@ -118,7 +139,7 @@ class LearningRateScheduleCallback(keras.callbacks.Callback):
         return self.model.optimizer
 
     def _lr(self):
-        return float(keras.ops.convert_to_numpy(self._optimizer().learning_rate))
+        return _number(self._optimizer().learning_rate)
 
     def _set_lr(self, lr):
         optimizer = self._optimizer()
@@ -159,7 +180,7 @@ class LearningRateScheduleCallback(keras.callbacks.Callback):
             logs["lr"] = self._lr()
 
 
-class LearningRateWarmupCallback(LearningRateScheduleCallback):
+class _LearningRateWarmup(_LearningRateSchedule):
     """Ramps the rate from initial_lr / size to initial_lr over warmup_epochs
     (fractional epochs, every batch), as Horovod's does."""
 
@@ -178,3 +199,21 @@ class LearningRateWarmupCallback(LearningRateScheduleCallback):
         super().on_epoch_end(epoch, logs)
         if epoch == self.warmup_epochs - 1 and self.verbose > 0 and runtime.rank == 0:
             print(f"\nEpoch {epoch + 1}: finished gradual learning rate warmup to {self._lr():g}.")
+
+
+_made = {}
+
+
+def for_base(callback_base):
+    """The four callbacks as subclasses of callback_base (a Keras's Callback), made once per base."""
+    if callback_base not in _made:
+        def make(name, behaviour):
+            return type(name, (behaviour, callback_base), {"__module__": __name__, "__doc__": behaviour.__doc__})
+        made = {"BroadcastGlobalVariablesCallback": make("BroadcastGlobalVariablesCallback", _BroadcastGlobalVariables),
+                "MetricAverageCallback": make("MetricAverageCallback", _MetricAverage)}
+        made["LearningRateScheduleCallback"] = make("LearningRateScheduleCallback", _LearningRateSchedule)
+        made["LearningRateWarmupCallback"] = type("LearningRateWarmupCallback",
+                                                  (_LearningRateWarmup, made["LearningRateScheduleCallback"]),
+                                                  {"__module__": __name__, "__doc__": _LearningRateWarmup.__doc__})
+        _made[callback_base] = made
+    return _made[callback_base]

@@ -3,4 +3,4 @@
 from ..tensorflow.keras import *  # noqa: F401,F403
 from ..tensorflow.keras import (DistributedOptimizer, allgather, allreduce, broadcast,  # noqa: F401
                                 broadcast_global_variables, load_model, reducescatter)
-from . import callbacks  # noqa: F401
+from . import callbacks, elastic  # noqa: F401

@@ -3,7 +3,6 @@ as in any Horovod script (docs/horovod.md). The collectives are matex's
 TensorFlow ops (eager and in tf.function), run by libmatexcomm's engine."""
 from ..common.basics import Basics as _Basics
 from ..common.exceptions import HorovodInternalError, HostsUpdatedInterrupt  # noqa: F401
-from ..common.refusals import NotServedModule as _NotServedModule
 from ..common.refusals import not_served as _not_served
 from .compression import Compression  # noqa: F401
 from .functions import (BroadcastGlobalVariablesHook, DistributedOptimizer,  # noqa: F401
@@ -14,6 +13,7 @@ from .mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgat
                       grouped_allreduce, grouped_reducescatter, join, local_rank_op, local_size_op,
                       process_set_included_op, rank_op, reducescatter, size_op)
 from .runtime import runtime as _runtime
+from .util import _executing_eagerly  # noqa: F401  (Horovod has it here; its tests call it)
 
 _basics = _Basics(_runtime, "tensorflow")
 globals().update(_basics.exported())
@@ -38,4 +38,4 @@ def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="", 
 broadcast_object_fn = _not_served("horovod.tensorflow.broadcast_object_fn",
                                   "TF1 sessions' object broadcast; call hvd.broadcast_object eagerly")
 
-elastic = _NotServedModule("horovod.tensorflow.elastic", "elastic training is not served")
+from . import elastic  # noqa: E402,F401  (on a job of fixed size: common/elastic.py)

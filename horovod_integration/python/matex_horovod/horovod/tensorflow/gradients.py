@@ -6,6 +6,9 @@ Dense gradients go out in one grouped allreduce (the engine fuses them);
 tf.IndexedSlices are gathered, unless sparse_as_dense turns them dense first.
 A None gradient stays None. gradient_predivide_factor f splits the average:
 each rank multiplies by 1/f before the sum and the sum is multiplied by f/N.
+Variables registered as local (the optimizers' register_local_var, the
+partial optimizers' local layers) keep their own gradient, divided by the
+number of ranks when scale_local_gradients is on, as Horovod does.
 """
 import tensorflow as tf
 
@@ -30,6 +33,7 @@ class GradientAverager:
         self.sparse_as_dense = sparse_as_dense
         self.op = op
         self.predivide = float(gradient_predivide_factor)
+        self.process_set = process_set
 
     def __call__(self, grads, postscale=1.0):
         grads = list(grads)
@@ -49,3 +53,30 @@ class GradientAverager:
         for i, value in zip(present, reduced):
             result[i] = value
         return result
+
+    def reduce_except_local(self, grads, variables, local_keys, scale_local=True, postscale=1.0):
+        """grads averaged across ranks, except those of variables whose
+        variable_key is in local_keys: those stay this rank's own, divided by
+        the number of ranks when scale_local is on."""
+        grads = list(grads)
+        if not local_keys:
+            return self(grads, postscale)
+        local = [variable_key(v) in local_keys for v in variables]
+        shared = self([None if is_local else g for g, is_local in zip(grads, local)], postscale)
+        size = self.process_set.size() or mpi_ops.runtime.size
+        out = []
+        for g, is_local, reduced in zip(grads, local, shared):
+            if not is_local:
+                out.append(reduced)
+            elif g is None or not scale_local:
+                out.append(g)
+            elif isinstance(g, tf.IndexedSlices):
+                out.append(tf.IndexedSlices(g.values / tf.cast(size, g.values.dtype), g.indices, g.dense_shape))
+            else:
+                out.append(g / tf.cast(size, g.dtype))
+        return out
+
+
+def variable_key(variable):
+    """A hashable identity of a variable: tf.Variable.ref(), else the object's id (Keras 3 variables)."""
+    return variable.ref() if hasattr(variable, "ref") else id(variable)

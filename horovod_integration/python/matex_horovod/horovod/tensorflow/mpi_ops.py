@@ -6,6 +6,8 @@ rank's tensor and keeps the rows sent to this rank (N times the traffic of a
 native all-to-all); reduce-scatter allreduces and keeps this rank's rows
 (twice the traffic). docs/horovod.md lists these costs.
 """
+import contextlib
+
 import numpy as np
 import tensorflow as tf
 
@@ -38,11 +40,12 @@ def _scoped(name, ignore_name_scope):
 
 
 def _check_root(root_rank, who):
+    """A root_rank that is not an integer is an error here. An integer
+    outside the job goes to the op, which fails on every rank, quoting it (a
+    root that one rank alone gets wrong must not leave the others waiting)."""
     _require(who)
-    size = runtime.size
-    if not _ops.is_rank(root_rank, size):
-        raise ValueError(f"horovod.tensorflow.{who}: root_rank={root_rank!r} is not a rank of this job "
-                         f"(0..{size - 1})")
+    if isinstance(root_rank, bool) or not hasattr(root_rank, "__index__"):
+        raise ValueError(f"horovod.tensorflow.{who}: root_rank={root_rank!r} is not an integer")
 
 
 def _sparse_allreduce(slices, op, prescale_factor, postscale_factor, name):
@@ -59,6 +62,21 @@ def _sparse_allreduce(slices, op, prescale_factor, postscale_factor, name):
     return tf.IndexedSlices(values, indices, dense_shape=slices.dense_shape)
 
 
+def _scales_integers(tensor, op, prescale_factor, postscale_factor):
+    return tensor.dtype.is_integer and (op == "average" or prescale_factor != 1.0 or postscale_factor != 1.0)
+
+
+def _integer_allreduce(tensor, op, prescale_factor, postscale_factor, name):
+    """An integer tensor averaged or scaled as Horovod does: each factor
+    applied in float64 and truncated toward zero, the prescale before the
+    sum, the postscale (divided by the number of ranks for Average) after."""
+    if prescale_factor != 1.0:
+        tensor = tf.cast(tf.cast(tensor, tf.float64) * prescale_factor, tensor.dtype)
+    summed = _collectives().allreduce(tensor, op="sum", name=name)
+    factor = postscale_factor / runtime.size if op == "average" else postscale_factor
+    return summed if factor == 1.0 else tf.cast(tf.cast(summed, tf.float64) * factor, tensor.dtype)
+
+
 def allreduce(tensor, average=None, device_dense="", device_sparse="", compression=Compression.none, op=None,
               prescale_factor=1.0, postscale_factor=1.0, name=None, process_set=process_sets.global_process_set,
               ignore_name_scope=False):
@@ -71,6 +89,8 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="", compressi
     if isinstance(tensor, tf.IndexedSlices):
         return _sparse_allreduce(tensor, reduce_op, prescale_factor, postscale_factor, name)
     compressed, context = compression.compress(tf.convert_to_tensor(tensor))
+    if _scales_integers(compressed, reduce_op, prescale_factor, postscale_factor):
+        return _integer_allreduce(compressed, reduce_op, prescale_factor, postscale_factor, name)
     reduced = _collectives().allreduce(compressed, op=reduce_op, prescale=prescale_factor,
                                        postscale=postscale_factor, name=name)
     return compression.decompress(reduced, context)
@@ -91,6 +111,9 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="", 
         if isinstance(tensor, tf.IndexedSlices):
             results[index] = _sparse_allreduce(tensor, reduce_op, prescale_factor, postscale_factor,
                                                None if name is None else f"{name}.{index}")
+        elif _scales_integers(tf.convert_to_tensor(tensor), reduce_op, prescale_factor, postscale_factor):
+            results[index] = _integer_allreduce(tf.convert_to_tensor(tensor), reduce_op, prescale_factor,
+                                                postscale_factor, None if name is None else f"{name}.{index}")
         else:
             dense.append(index)
             packed.append(compression.compress(tf.convert_to_tensor(tensor)))
@@ -106,9 +129,7 @@ def allgather(tensor, name=None, ignore_name_scope=False, process_set=process_se
     """Every rank's tensor concatenated along dimension 0 (which may differ between ranks)."""
     process_sets.check(process_set, "allgather")
     _require("allgather")
-    tensor = tf.convert_to_tensor(tensor)
-    if tensor.shape.rank == 0:
-        raise ValueError("horovod.tensorflow.allgather: the tensor needs at least one dimension (it is a scalar)")
+    tensor = tf.convert_to_tensor(tensor)  # a scalar fails in the op, on every rank
     name = _scoped(name, ignore_name_scope)
     if not tensor.dtype.is_floating:
         return _collectives().allgather(tensor, name=name)
@@ -262,9 +283,20 @@ def grouped_reducescatter(tensors, device_dense="", compression=Compression.none
                           postscale_factor) for t in tensors]
 
 
-def _eager(who):
-    if not tf.executing_eagerly():
-        refuse(f"{who} inside tf.function or a TF1 graph", "call it eagerly, outside the traced step")
+@contextlib.contextmanager
+def _eagerly(who):
+    """Runs the block eagerly: as it is outside any graph, and in eager mode
+    while a TF1-style graph is the default (tf.Graph().as_default() in a TF2
+    program): the call takes effect when made, as Horovod's does when it runs
+    its ops in a session. Refused inside tf.function, whose trace runs later
+    and maybe more than once."""
+    if tf.executing_eagerly():
+        yield
+        return
+    if getattr(tf.compat.v1.get_default_graph(), "building_function", False):
+        refuse(f"{who} inside tf.function", "call it eagerly, outside the traced step")
+    with runtime.eager_mode():
+        yield
 
 
 def join():
@@ -272,17 +304,18 @@ def join():
     every rank has, this rank takes part in the others' allreduces with zeros,
     and their broadcasts and allgathers raise. Returns the rank that joined
     last (as a tensor)."""
-    _eager("join")
     _require("join")
-    return tf.constant(runtime.join(), tf.int32)
+    with _eagerly("join"):
+        last = runtime.join()
+    return tf.constant(last, tf.int32)
 
 
 def barrier(process_set=process_sets.global_process_set):
     """Returns once every rank has called it."""
     process_sets.check(process_set, "barrier")
-    _eager("barrier")
     _require("barrier")
-    runtime.gather_ints([0], "barrier")
+    with _eagerly("barrier"):
+        runtime.gather_ints([0], "barrier")
 
 
 def _broadcast_bytes(payload, root_rank):
@@ -305,17 +338,17 @@ def _allgather_bytes(payload):
 def broadcast_object(obj, root_rank=0, session=None, name=None, process_set=process_sets.global_process_set):
     """root_rank's object (anything picklable), on every rank."""
     process_sets.check(process_set, "broadcast_object")
-    _eager("broadcast_object")
     _check_root(root_rank, "broadcast_object")
-    return objects.broadcast_object(obj, root_rank, runtime.rank, _broadcast_bytes)
+    with _eagerly("broadcast_object"):
+        return objects.broadcast_object(obj, root_rank, runtime.rank, _broadcast_bytes)
 
 
 def allgather_object(obj, session=None, name=None, process_set=process_sets.global_process_set):
     """Every rank's object, in rank order."""
     process_sets.check(process_set, "allgather_object")
-    _eager("allgather_object")
     _require("allgather_object")
-    return objects.allgather_object(obj, _allgather_bytes)
+    with _eagerly("allgather_object"):
+        return objects.allgather_object(obj, _allgather_bytes)
 
 
 def size_op(process_set_id=0, name=None):

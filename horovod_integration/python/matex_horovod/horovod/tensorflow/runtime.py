@@ -85,8 +85,15 @@ class TensorFlowRuntime:
         from matex import _collectives
 
         from ..common.engine import purpose_name
-        rows = _collectives.allgather(tf.constant([list(values)], tf.int64), name=purpose_name(purpose))
-        return rows.numpy().tolist()
+        with TensorFlowRuntime.eager_mode():  # also when a TF1-style graph is the default
+            rows = _collectives.allgather(tf.constant([list(values)], tf.int64), name=purpose_name(purpose))
+            return rows.numpy().tolist()
+
+    @staticmethod
+    def eager_mode():
+        """A context in which TensorFlow runs ops eagerly, whatever graph is the default."""
+        from tensorflow.python.eager import context
+        return context.eager_mode()
 
     @staticmethod
     def built_with_cuda():

@@ -1,11 +1,12 @@
-"""horovod.tensorflow.keras, served by matex for Keras 3 on TensorFlow:
-`import horovod.tensorflow.keras as hvd` (docs/horovod.md)."""
-import keras as _keras_module
+"""horovod.tensorflow.keras, served by matex for tf.keras: Keras 3 on
+TensorFlow, or tf_keras under TF_USE_LEGACY_KERAS=1 (DistributedOptimizer
+takes either kind of optimizer): `import horovod.tensorflow.keras as hvd`
+(docs/horovod.md)."""
 import numpy as _np
+import tensorflow as _tf
 
 from ... import _keras as _impl
 from ...common import process_sets as _process_sets
-from ...common.refusals import NotServedModule as _NotServedModule
 from ...common import reduce_ops as _ops
 from .. import _basics, broadcast_global_variables  # noqa: F401
 from ..mpi_ops import allgather_object, barrier, broadcast_object, join  # noqa: F401
@@ -21,40 +22,84 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
                          sparse_as_dense=False, gradient_predivide_factor=1.0, op=Average,
                          backward_passes_per_step=1, average_aggregated_gradients=False, num_groups=0,
                          groups=None, process_set=_process_sets.global_process_set, scale_local_gradients=True):
-    """optimizer, rebuilt so that apply() averages the gradients across ranks
-    first. num_groups and groups are accepted: the engine fuses by size."""
+    """optimizer (Keras 3 or tf_keras), rebuilt so that the gradients are
+    averaged across ranks (_keras/). num_groups and groups are accepted: the
+    engine fuses by size."""
     return _impl.create_distributed_optimizer(optimizer, name, compression, sparse_as_dense,
                                               gradient_predivide_factor, op, backward_passes_per_step,
-                                              average_aggregated_gradients, process_set)
+                                              average_aggregated_gradients, process_set, scale_local_gradients)
 
 
-def _numpy(value):
-    return _np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+def PartialDistributedOptimizer(optimizer, name=None, device_dense="", device_sparse="", compression=Compression.none,
+                                sparse_as_dense=False, gradient_predivide_factor=1.0, op=Average,
+                                backward_passes_per_step=1, average_aggregated_gradients=False, groups=None,
+                                process_set=_process_sets.global_process_set, local_layers=None,
+                                scale_local_gradients=True):
+    """A DistributedOptimizer that keeps the gradients of local_layers' trainable weights on each rank."""
+    optimizer = DistributedOptimizer(optimizer, name, device_dense, device_sparse, compression, sparse_as_dense,
+                                     gradient_predivide_factor, op, backward_passes_per_step,
+                                     average_aggregated_gradients, groups=groups, process_set=process_set,
+                                     scale_local_gradients=scale_local_gradients)
+    layers = [] if local_layers is None else (list(local_layers) if isinstance(local_layers, (list, tuple, set))
+                                              else [local_layers])
+    for layer in layers:
+        for weight in layer.trainable_weights:
+            optimizer.register_local_var(weight)
+    return optimizer
+
+
+def _tensor(value):
+    """value as a tensor, as Horovod's Keras calls take it (tf.constant of a value)."""
+    return value if _tf.is_tensor(value) else _tf.constant(_np.asarray(value))
 
 
 def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_factor=1.0, op=None,
               compression=Compression.none):
-    """value (a NumPy array or a number) reduced across ranks, as NumPy."""
-    return _numpy(_mpi_ops.allreduce(_np.asarray(value), average=average, prescale_factor=prescale_factor,
-                                     postscale_factor=postscale_factor, op=op, compression=compression, name=name))
+    """value (a tensor, a NumPy array or a number) reduced across ranks; a tensor, as Horovod returns eagerly."""
+    return _mpi_ops.allreduce(_tensor(value), average=average, prescale_factor=prescale_factor,
+                              postscale_factor=postscale_factor, op=op, compression=compression, name=name)
 
 
 def allgather(value, name=None):
-    return _numpy(_mpi_ops.allgather(_np.asarray(value), name=name))
+    return _mpi_ops.allgather(_tensor(value), name=name)
 
 
 def broadcast(value, root_rank, name=None):
-    return _numpy(_mpi_ops.broadcast(_np.asarray(value), root_rank, name=name))
+    return _mpi_ops.broadcast(_tensor(value), root_rank, name=name)
 
 
 def reducescatter(value, name=None, op=Average):
-    return _numpy(_mpi_ops.reducescatter(_np.asarray(value), name=name, op=op))
+    return _mpi_ops.reducescatter(_tensor(value), name=name, op=op)
+
+
+def _tf_keras_is_tf_keras():
+    return _tf.keras.callbacks.Callback.__module__.startswith("tf_keras")
+
+
+def _load_tf_keras_model(filepath, custom_optimizers, custom_objects, compression, legacy_opts):
+    """tf.keras.models.load_model with every tf_keras optimizer class (and
+    custom_optimizers) standing for its distributed subclass, so that the
+    loaded optimizer, state included, is distributed (Horovod's way)."""
+    import tf_keras
+    from ..._keras import tf_keras_optimizer
+    from ..gradients import GradientAverager
+    settings = tf_keras_optimizer.Settings(GradientAverager("keras.load_model", compression), 1, False, True)
+    base = tf_keras.optimizers.legacy.Optimizer if legacy_opts else tf_keras.optimizers.Optimizer
+    objects = {}
+    for optimizer_class in base.__subclasses__() + list(custom_optimizers or []):
+        distributed = tf_keras_optimizer.distributed_class(optimizer_class, settings)
+        objects[optimizer_class.__name__] = objects[optimizer_class.__name__.lower()] = distributed
+    objects.update(custom_objects or {})
+    return _tf.keras.models.load_model(filepath, custom_objects=objects)
 
 
 def load_model(filepath, custom_optimizers=None, custom_objects=None, compression=Compression.none,
                legacy_opts=False):
     """keras.models.load_model, with the saved model's optimizer (and its
     state) wrapped in DistributedOptimizer."""
+    if _tf_keras_is_tf_keras():
+        return _load_tf_keras_model(filepath, custom_optimizers, custom_objects, compression, legacy_opts)
+    import keras as _keras_module
     if legacy_opts:
         from ...common.refusals import refuse
         refuse("load_model(legacy_opts=True)", "Keras 3 has no legacy optimizers")
@@ -80,4 +125,4 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None, compressio
     return model
 
 
-elastic = _NotServedModule("horovod.tensorflow.keras.elastic", "elastic training is not served")
+from . import elastic  # noqa: E402,F401  (on a job of fixed size: common/elastic.py)
