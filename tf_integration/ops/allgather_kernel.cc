@@ -45,12 +45,13 @@ class AllgatherKernel : public AsyncOpKernel {
   explicit AllgatherKernel(tensorflow::OpKernelConstruction* c) : AsyncOpKernel(c) {
     std::string name;
     OP_REQUIRES_OK(c, c->GetAttr("tensor_name", &name));
+    OP_REQUIRES_OK(c, c->GetAttr("process_set_id", &process_set_id_));
     name_ = tensor_name_of(name, this->name());
   }
 
   void ComputeAsync(tensorflow::OpKernelContext* context, DoneCallback done) override {
     matex_engine_t engine = nullptr;
-    OP_REQUIRES_OK_ASYNC(context, running_engine(&engine), done);
+    OP_REQUIRES_OK_ASYNC(context, running_engine(process_set_id_, &engine, nullptr), done);
     const tensorflow::Tensor& input = context->input(0);
     auto* state = new AllgatherState(context, std::move(done), name_);
     matex_dtype_t dtype = MATEX_UINT8;
@@ -84,11 +85,17 @@ class AllgatherKernel : public AsyncOpKernel {
     }
     op.callback = on_complete;
     op.user_data = state;
-    const matex_status_t submitted = matex_engine_submit(engine, &op, 1, &state->request);
+    // Shapes past the first dimension must agree (rows of zero elements travel as one placeholder byte each,
+    // which no shape describes: those go unshaped).
+    const Dims dims(input.shape());
+    const matex_shape_t shape = dims.shape();
+    const matex_status_t submitted = matex_engine_submit_shaped(engine, &op, row_elements == 0 ? nullptr : &shape, 1,
+                                                                &state->request);
     if (submitted != MATEX_SUCCESS) state->finish(submitted, matex_last_error());
   }
 
  private:
+  int64_t process_set_id_ = 0;
   std::string name_;
 };
 

@@ -72,13 +72,14 @@ class AllreduceKernel : public AsyncOpKernel {
     OP_REQUIRES_OK(c, c->GetAttr("prescale", &prescale_));
     OP_REQUIRES_OK(c, c->GetAttr("postscale", &postscale_));
     OP_REQUIRES_OK(c, c->GetAttr("tensor_name", &name));
+    OP_REQUIRES_OK(c, c->GetAttr("process_set_id", &process_set_id_));
     OP_REQUIRES(c, to_matex_op(reduce_op, &op_), absl::InvalidArgumentError("matex: unknown reduce_op " + reduce_op));
     base_name_ = tensor_name_of(name, this->name());
   }
 
   void ComputeAsync(OpKernelContext* context, DoneCallback done) override {
     matex_engine_t engine = nullptr;
-    OP_REQUIRES_OK_ASYNC(context, running_engine(&engine), done);
+    OP_REQUIRES_OK_ASYNC(context, running_engine(process_set_id_, &engine, nullptr), done);
     const int n = context->num_inputs();
     auto* group = new Group(context, std::move(done), n);
     for (int i = 0; i < n; ++i) group->names.push_back(n == 1 ? base_name_ : base_name_ + "/" + std::to_string(i));
@@ -109,7 +110,11 @@ class AllreduceKernel : public AsyncOpKernel {
       ops[i].name = group->names[i].c_str();
       ops[i].user_data = new Slot{group, i};
     }
-    const matex_status_t submitted = matex_engine_submit(engine, ops.data(), ops.size(), nullptr);
+    std::vector<Dims> dims;
+    std::vector<matex_shape_t> shapes;
+    dims.reserve(n);
+    for (int i = 0; i < n; ++i) shapes.push_back(dims.emplace_back(context->input(i).shape()).shape());
+    const matex_status_t submitted = matex_engine_submit_shaped(engine, ops.data(), shapes.data(), ops.size(), nullptr);
     if (submitted != MATEX_SUCCESS) {
       const std::string message = matex_last_error();
       for (matex_tensor_op_t& op : ops) delete static_cast<Slot*>(op.user_data);
@@ -118,6 +123,7 @@ class AllreduceKernel : public AsyncOpKernel {
   }
 
  private:
+  int64_t process_set_id_ = 0;
   // This rank cannot serve the op (a dtype, an average of integers): every
   // tensor of it fails on every rank, quoting why, rather than leave the
   // other ranks waiting for it.

@@ -24,20 +24,24 @@ class BroadcastKernel : public AsyncOpKernel {
     std::string name;
     OP_REQUIRES_OK(c, c->GetAttr("root_rank", &root_));
     OP_REQUIRES_OK(c, c->GetAttr("tensor_name", &name));
+    OP_REQUIRES_OK(c, c->GetAttr("process_set_id", &process_set_id_));
     name_ = tensor_name_of(name, this->name());
   }
 
   void ComputeAsync(tensorflow::OpKernelContext* context, DoneCallback done) override {
     matex_engine_t engine = nullptr;
-    OP_REQUIRES_OK_ASYNC(context, running_engine(&engine), done);
+    int ranks = 0;
+    OP_REQUIRES_OK_ASYNC(context, running_engine(process_set_id_, &engine, &ranks), done);
     const tensorflow::Tensor& input = context->input(0);
     auto* state = new SingleTensorState(context, std::move(done), name_);
     matex_dtype_t dtype = MATEX_UINT8;
     absl::Status usable = dtype_of(input, name_, &dtype);
-    if (usable.ok() && (root_ < 0 || root_ >= matex_tf_size())) {
+    if (usable.ok() && (root_ < 0 || root_ >= ranks)) {
       usable = absl::InvalidArgumentError("matex: '" + name_ + "': root_rank " + std::to_string(root_) +
-                                          " is not a rank of this job (0.." + std::to_string(matex_tf_size() - 1) +
-                                          ")");
+                                          " is not a rank of " +
+                                          (process_set_id_ == 0 ? std::string("this job")
+                                                                : "process set " + std::to_string(process_set_id_)) +
+                                          " (0.." + std::to_string(ranks - 1) + ")");
     }
     if (!usable.ok()) {  // fails on every rank, quoting why, rather than leave the others waiting
       if (refuse_on_every_rank(engine, MATEX_COLL_BROADCAST, name_, usable, on_complete, state) != MATEX_SUCCESS) {
@@ -59,11 +63,14 @@ class BroadcastKernel : public AsyncOpKernel {
     op.root = static_cast<int>(root_);
     op.callback = on_complete;
     op.user_data = state;
-    const matex_status_t submitted = matex_engine_submit(engine, &op, 1, nullptr);
+    const Dims dims(input.shape());
+    const matex_shape_t shape = dims.shape();
+    const matex_status_t submitted = matex_engine_submit_shaped(engine, &op, &shape, 1, nullptr);
     if (submitted != MATEX_SUCCESS) state->finish(submitted, matex_last_error());
   }
 
  private:
+  int64_t process_set_id_ = 0;
   int64_t root_ = 0;
   std::string name_;
 };

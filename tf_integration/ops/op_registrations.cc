@@ -19,6 +19,7 @@ REGISTER_OP("MatexAllreduce")
     .Attr("prescale: float = 1.0")
     .Attr("postscale: float = 1.0")
     .Attr("tensor_name: string = ''")
+    .Attr("process_set_id: int = 0")
     .SetIsStateful()
     .SetShapeFn([](InferenceContext* c) {
       for (int i = 0; i < c->num_inputs(); ++i) c->set_output(i, c->input(i));
@@ -27,7 +28,8 @@ REGISTER_OP("MatexAllreduce")
     .Doc(R"doc(
 Reduces N tensors of one dtype element-wise across all ranks, as one grouped
 submission to the matex engine (they may run fused). Every rank must run an
-op of the same tensor_name with the same shapes. prescale multiplies the inputs
+op of the same tensor_name with the same shapes. process_set_id: the process
+set whose ranks take part (0: every rank; matex_tf_add_process_set). prescale multiplies the inputs
 and postscale the results (floating dtypes only).
 )doc");
 
@@ -37,10 +39,12 @@ REGISTER_OP("MatexBroadcast")
     .Attr("T: {int8, uint8, int16, uint16, int32, int64, half, bfloat16, float, double, bool}")
     .Attr("root_rank: int")
     .Attr("tensor_name: string = ''")
+    .Attr("process_set_id: int = 0")
     .SetIsStateful()
     .SetShapeFn(tensorflow::shape_inference::UnchangedShape)
     .Doc(R"doc(
-Every rank's output is root_rank's input.
+Every rank's output is root_rank's input (root_rank counted within process
+set process_set_id, 0: the job).
 )doc");
 
 REGISTER_OP("MatexAllgather")
@@ -48,10 +52,14 @@ REGISTER_OP("MatexAllgather")
     .Output("output: T")
     .Attr("T: {int8, uint8, int16, uint16, int32, int64, half, bfloat16, float, double, bool}")
     .Attr("tensor_name: string = ''")
+    .Attr("process_set_id: int = 0")
     .SetIsStateful()
     .SetShapeFn([](InferenceContext* c) {
-      ShapeHandle input;
-      TF_RETURN_IF_ERROR(c->WithRankAtLeast(c->input(0), 1, &input));
+      ShapeHandle input = c->input(0);
+      if (!c->RankKnown(input) || c->Rank(input) == 0) {  // a scalar fails in the kernel, on every rank
+        c->set_output(0, c->UnknownShape());
+        return absl::OkStatus();
+      }
       ShapeHandle output;
       TF_RETURN_IF_ERROR(c->ReplaceDim(input, 0, c->UnknownDim(), &output));
       c->set_output(0, output);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "matexcomm/matexcomm.h"
 #include "tensorflow/core/framework/tensor.h"
@@ -49,6 +50,17 @@ inline absl::Status check_scaling(matex_dtype_t dtype, matex_op_t op, double pre
   if (floating || (op != MATEX_AVG && prescale == 1.0 && postscale == 1.0)) return absl::OkStatus();
   return absl::InvalidArgumentError("matex: '" + name + "': average and scale factors need a floating dtype");
 }
+
+// A tensor's dimensions, for matex_engine_submit_shaped: ranks must agree on
+// them (allgather: past the first), so that tensors of one element count and
+// different shapes fail on every rank, as Horovod's ops do.
+struct Dims {
+  explicit Dims(const tensorflow::TensorShape& shape) {
+    for (int d = 0; d < shape.dims(); ++d) extents.push_back(shape.dim_size(d));
+  }
+  matex_shape_t shape() const { return matex_shape_t{extents.size(), extents.data()}; }
+  std::vector<int64_t> extents;
+};
 
 // The reduce_op attribute ("sum", "average", "min", "max", "product").
 inline bool to_matex_op(const std::string& name, matex_op_t* out) {

@@ -126,6 +126,16 @@ bool initialized(XlaOpKernelContext* ctx) {
   return running.ok();
 }
 
+// XLA's lowerings run over the job's ranks: an op of another process set
+// fails to compile (it runs outside jit_compile).
+absl::Status job_only(tensorflow::OpKernelConstruction* c) {
+  int64_t process_set_id = 0;
+  TF_RETURN_IF_ERROR(c->GetAttr("process_set_id", &process_set_id));
+  if (process_set_id == 0) return absl::OkStatus();
+  return absl::UnimplementedError("matex (XLA): collectives of a process set other than the job's cannot be "
+                                  "compiled with XLA; run them without jit_compile");
+}
+
 class XlaAllreduce : public XlaOpKernel {
  public:
   explicit XlaAllreduce(tensorflow::OpKernelConstruction* c) : XlaOpKernel(c) {
@@ -135,6 +145,7 @@ class XlaAllreduce : public XlaOpKernel {
     OP_REQUIRES_OK(c, c->GetAttr("prescale", &prescale));
     OP_REQUIRES_OK(c, c->GetAttr("postscale", &postscale));
     OP_REQUIRES_OK(c, c->GetAttr("tensor_name", &name));
+    OP_REQUIRES_OK(c, job_only(c));
     OP_REQUIRES(c, to_matex_op(reduce_op, &plan_.op), absl::InvalidArgumentError("matex: unknown reduce_op " + reduce_op));
     plan_.coll = MATEX_COLL_ALLREDUCE;
     plan_.prescale = prescale;
@@ -172,6 +183,7 @@ class XlaBroadcast : public XlaOpKernel {
     std::string name;
     OP_REQUIRES_OK(c, c->GetAttr("root_rank", &plan_.root));
     OP_REQUIRES_OK(c, c->GetAttr("tensor_name", &name));
+    OP_REQUIRES_OK(c, job_only(c));
     plan_.coll = MATEX_COLL_BROADCAST;
     base_name_ = tensor_name_of(name, this->name());
   }
@@ -200,6 +212,7 @@ class XlaAllgather : public XlaOpKernel {
   explicit XlaAllgather(tensorflow::OpKernelConstruction* c) : XlaOpKernel(c) {
     std::string name;
     OP_REQUIRES_OK(c, c->GetAttr("tensor_name", &name));
+    OP_REQUIRES_OK(c, job_only(c));
     plan_.coll = MATEX_COLL_ALLGATHER;
     base_name_ = tensor_name_of(name, this->name());
   }

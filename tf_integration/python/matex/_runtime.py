@@ -88,6 +88,24 @@ def init():
         atexit.register(shutdown)
 
 
+def add_process_set(process_set_id, ranks):
+    """Collective over `ranks` (sorted global ranks, this rank among them;
+    the others do not call it): the ops' process_set_id `process_set_id`
+    (> 0) runs over those ranks, on a communicator and engine of their own.
+    Every member adds its sets in the same order."""
+    ops()
+    ranks = [int(r) for r in ranks]
+    if _native.matex_tf_add_process_set(int(process_set_id), (ctypes.c_int * len(ranks))(*ranks), len(ranks)) != 0:
+        raise _error(f"adding process set {process_set_id} (ranks {ranks})")
+
+
+def remove_process_set(process_set_id):
+    """Collective over the set's ranks: stops its engine and frees its communicator."""
+    ops()
+    if _native.matex_tf_remove_process_set(int(process_set_id)) != 0:
+        raise _error(f"removing process set {process_set_id}")
+
+
 def shutdown():
     """Collective: stops the engine (pending tensors fail) and finalizes MPI."""
     global _started

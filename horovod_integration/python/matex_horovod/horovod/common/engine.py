@@ -153,15 +153,16 @@ class Engine:
     def conflict():
         return None  # MATEX_ENABLE=1 takes over torch.distributed groups, which horovod.torch does not use
 
-    def subset(self, ranks):
+    def subset(self, ranks, process_set_id):
         """An engine over some of this one's ranks (sorted global ranks, this rank among them), on a
-        communicator of their own: a process set's. Collective over those ranks only."""
+        communicator of their own: process set process_set_id's. Collective over those ranks only."""
         child = Engine()
         child.lib = self.lib
         n = len(ranks)
         self.check(self.lib.matex_comm_create_from_ranks(self._comm, (ctypes.c_int * n)(*ranks), n,
                                                          ctypes.byref(child._comm)), f"making process set {ranks}")
         child.rank, child.size, child.members = ranks.index(self.rank), n, list(ranks)
+        child.process_set_id = process_set_id
         try:
             child.check(self.lib.matex_engine_create(child._comm, ctypes.byref(child._engine)),
                         f"starting process set {ranks}'s engine")

@@ -107,9 +107,7 @@ def _register(process_set, who):
         process_set_id = _next_id[0]
         _next_id[0] += 1
     # Collective over the set's members (the others do not take part), in registration order everywhere.
-    engine = _runtime.subset(ranks) if _runtime.rank in ranks else None
-    if engine is not None:
-        engine.process_set_id = process_set_id
+    engine = _runtime.subset(ranks, process_set_id) if _runtime.rank in ranks else None
     with _lock:
         process_set._engine = engine
         process_set.process_set_id = process_set_id
@@ -138,6 +136,12 @@ def remove_process_set(process_set):
     if engine is not None:
         engine.close()  # collective over the set's members
     return True
+
+
+def registered(process_set_id):
+    """The registered set of that id, or None."""
+    with _lock:
+        return _sets.get(process_set_id)
 
 
 def is_global(process_set):

@@ -15,7 +15,7 @@ def broadcast_variables(variables, root_rank, process_set=process_sets.global_pr
     """Assigns root_rank's values to `variables` on every rank. Eager: done
     when it returns; in a graph: returns the op that does it."""
     process_sets.check(process_set, "broadcast_variables")
-    assigns = [v.assign(mpi_ops.broadcast(v, root_rank)) for v in variables]
+    assigns = [v.assign(mpi_ops.broadcast(v, root_rank, process_set=process_set)) for v in variables]
     return None if tf.executing_eagerly() else tf.group(*assigns)
 
 

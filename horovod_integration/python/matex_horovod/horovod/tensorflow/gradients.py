@@ -21,7 +21,11 @@ from .compression import Compression
 class GradientAverager:
     def __init__(self, who, compression=Compression.none, sparse_as_dense=False, op=_ops.Average,
                  gradient_predivide_factor=1.0, process_set=process_sets.global_process_set, allowed_ops=None):
-        process_sets.check(process_set, who)
+        # A rank outside the optimizer's or tape's process set keeps its own gradients (steps alone), as in Horovod.
+        self.outside = (not process_sets.is_global(process_set) and process_set.process_set_id is not None
+                        and process_set.included() is False)
+        if not self.outside:
+            process_sets.check(process_set, who)
         _ops.resolve(op, None, who)
         if allowed_ops is not None and op not in allowed_ops:
             raise ValueError(f"horovod.{who}: op must be Average or Sum")
@@ -38,7 +42,7 @@ class GradientAverager:
     def __call__(self, grads, postscale=1.0):
         grads = list(grads)
         present = [i for i, g in enumerate(grads) if g is not None]
-        if not present:
+        if not present or self.outside:
             return grads
         values = []
         for i in present:
@@ -48,7 +52,8 @@ class GradientAverager:
             values.append(g)
         prescale, post = ((1.0 / self.predivide, self.predivide) if self.op == _ops.Average else (1.0, 1.0))
         reduced = mpi_ops.grouped_allreduce(values, compression=self.compression, op=self.op,
-                                            prescale_factor=prescale, postscale_factor=post * postscale)
+                                            prescale_factor=prescale, postscale_factor=post * postscale,
+                                            process_set=self.process_set)
         result = list(grads)
         for i, value in zip(present, reduced):
             result[i] = value

@@ -78,6 +78,14 @@ class TensorFlowRuntime:
             raise RuntimeError(f"horovod (served by matex): {native.matex_tf_last_error().decode(errors='replace')}")
         return last.value
 
+    def subset(self, ranks, process_set_id):
+        """Process set process_set_id's ops run over `ranks` (sorted global
+        ranks, this rank among them) on a communicator and engine of their
+        own, in the op library. Collective over those ranks only."""
+        from matex import _runtime
+        _runtime.add_process_set(process_set_id, ranks)
+        return _ProcessSetOps(process_set_id, list(ranks), list(ranks).index(self.rank))
+
     @staticmethod
     def gather_ints(values, purpose):
         """Every rank's values, in rank order (named as common/engine.py's gather_ints names them)."""
@@ -99,6 +107,18 @@ class TensorFlowRuntime:
     def built_with_cuda():
         from matex import _build
         return _build.built_with_cuda()
+
+
+class _ProcessSetOps:
+    """What a process set is on one of its ranks in TF: the ops' process_set_id, its ranks, this rank's place."""
+
+    def __init__(self, process_set_id, members, rank):
+        self.process_set_id, self.members, self.rank, self.size = process_set_id, members, rank, len(members)
+
+    def close(self):
+        """Collective over the set's ranks: its engine stops and its communicator is freed."""
+        from matex import _runtime
+        _runtime.remove_process_set(self.process_set_id)
 
 
 runtime = TensorFlowRuntime()
