@@ -22,6 +22,7 @@ import tensorflow as tf
 from ..common.refusals import refuse
 from ..tensorflow import mpi_ops
 from ..tensorflow.runtime import runtime
+from .callback_classes import made_on
 
 
 def _variables_of(optimizer):
@@ -201,19 +202,10 @@ class _LearningRateWarmup(_LearningRateSchedule):
             print(f"\nEpoch {epoch + 1}: finished gradual learning rate warmup to {self._lr():g}.")
 
 
-_made = {}
-
 
 def for_base(callback_base):
-    """The four callbacks as subclasses of callback_base (a Keras's Callback), made once per base."""
-    if callback_base not in _made:
-        def make(name, behaviour):
-            return type(name, (behaviour, callback_base), {"__module__": __name__, "__doc__": behaviour.__doc__})
-        made = {"BroadcastGlobalVariablesCallback": make("BroadcastGlobalVariablesCallback", _BroadcastGlobalVariables),
-                "MetricAverageCallback": make("MetricAverageCallback", _MetricAverage)}
-        made["LearningRateScheduleCallback"] = make("LearningRateScheduleCallback", _LearningRateSchedule)
-        made["LearningRateWarmupCallback"] = type("LearningRateWarmupCallback",
-                                                  (_LearningRateWarmup, made["LearningRateScheduleCallback"]),
-                                                  {"__module__": __name__, "__doc__": _LearningRateWarmup.__doc__})
-        _made[callback_base] = made
-    return _made[callback_base]
+    """The four callbacks as subclasses of callback_base (a Keras's Callback)."""
+    return made_on(callback_base, (("BroadcastGlobalVariablesCallback", _BroadcastGlobalVariables),
+                                   ("MetricAverageCallback", _MetricAverage),
+                                   ("LearningRateScheduleCallback", _LearningRateSchedule),
+                                   ("LearningRateWarmupCallback", _LearningRateWarmup)), __name__)

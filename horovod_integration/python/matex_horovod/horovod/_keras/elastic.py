@@ -9,6 +9,7 @@ Callback by for_base (as _keras/callbacks.py does):
 - UpdateEpochStateCallback: state.epoch counts finished epochs, from the
   value the state had when training began.
 """
+from .callback_classes import made_on
 
 
 class _CommitState:
@@ -67,15 +68,9 @@ class _UpdateEpochState:
         self.state.epoch = self.initial_epoch + epoch + 1
 
 
-_made = {}
-
 
 def for_base(callback_base):
-    """The three callbacks as subclasses of callback_base, made once per base."""
-    if callback_base not in _made:
-        _made[callback_base] = {
-            name: type(name, (behaviour, callback_base), {"__module__": __name__})
-            for name, behaviour in (("CommitStateCallback", _CommitState),
-                                    ("UpdateBatchStateCallback", _UpdateBatchState),
-                                    ("UpdateEpochStateCallback", _UpdateEpochState))}
-    return _made[callback_base]
+    """The three callbacks as subclasses of callback_base (a Keras's Callback)."""
+    return made_on(callback_base, (("CommitStateCallback", _CommitState),
+                                   ("UpdateBatchStateCallback", _UpdateBatchState),
+                                   ("UpdateEpochStateCallback", _UpdateEpochState)), __name__)
