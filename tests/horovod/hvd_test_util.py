@@ -131,3 +131,47 @@ def check_keras_elastic(hvd, keras, rank):
         return state.epoch * factor
 
     assert train(state, 3) == 36 and calls == [3], calls
+
+
+def check_sync_batch_norm(hvd, rank, size):
+    """hvd.SyncBatchNormalization (horovod.tensorflow's, made on tf.keras's
+    layer): N ranks of batches of 3, 1 and 2 rows (ragged, so a per-rank mean
+    of means would differ) normalize as one process of the whole batch does
+    with the plain layer: outputs, moving statistics, and the gradients of
+    the input and, summed over ranks, of gamma and beta. Float64."""
+    import tensorflow as tf
+    rows = [3 - r % 3 if r % 3 else 3 for r in range(size)]  # 3, 2, 1, 3, ...
+    batches = [rows_input(r, rows[r], 4, salt=5) / 16.0 for r in range(size)]
+    whole = np.concatenate(batches)
+    start = sum(rows[:rank])
+    plain = tf.keras.layers.BatchNormalization(axis=-1, momentum=0.5, dtype="float64")
+    synced = hvd.SyncBatchNormalization(axis=-1, momentum=0.5, dtype="float64")
+    assert isinstance(synced, tf.keras.layers.BatchNormalization), type(synced).__mro__
+    mine, everyone = tf.constant(batches[rank]), tf.constant(whole)
+    weights = np.arange(4.0) + 1.0  # a loss that weights the channels differently
+    for step in range(2):
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(mine)
+            tape.watch(everyone)
+            out = synced(mine, training=True)
+            reference = plain(everyone, training=True)
+            loss = tf.reduce_sum(out * weights)
+            reference_loss = tf.reduce_sum(reference * weights)
+        check_equal(out, reference[start:start + rows[rank]], f"SyncBatchNormalization output, step {step}", 1e-12)
+        check_equal(synced.moving_mean, plain.moving_mean, "SyncBatchNormalization moving mean", 1e-12)
+        check_equal(synced.moving_variance, plain.moving_variance, "SyncBatchNormalization moving variance", 1e-12)
+        check_equal(tape.gradient(loss, mine), tape.gradient(reference_loss, everyone)[start:start + rows[rank]],
+                    "SyncBatchNormalization input gradient", 1e-10)
+        for mine_w, plain_w in ((synced.gamma, plain.gamma), (synced.beta, plain.beta)):
+            summed = hvd.allreduce(tape.gradient(loss, mine_w), op=hvd.Sum)
+            check_equal(summed, tape.gradient(reference_loss, plain_w), f"SyncBatchNormalization {plain_w.name} "
+                        "gradient summed over ranks", 1e-10)
+        synced.gamma.assign(plain.gamma + 0.25)  # a step both layers take alike
+        plain.gamma.assign(synced.gamma)
+    check_equal(synced(mine, training=False), plain(mine, training=False), "SyncBatchNormalization inference", 1e-12)
+    try:
+        hvd.SyncBatchNormalization(fused=True)
+    except ValueError as error:
+        assert "fused" in str(error), error
+    else:
+        raise AssertionError("SyncBatchNormalization(fused=True) was accepted")

@@ -11,8 +11,8 @@ import tensorflow as tf
 
 import horovod.tensorflow as hvd
 import horovod.tensorflow.keras as hvdk
-from hvd_test_util import (COUNTS, check_equal, check_keras_elastic, expect_error, rank_input,
-                           reducescatter_rows, rows_input)
+from hvd_test_util import (COUNTS, check_equal, check_keras_elastic, check_sync_batch_norm, expect_error,
+                           rank_input, reducescatter_rows, rows_input)
 
 assert "matex_horovod" in hvd.__file__, f"imported {hvd.__file__}, not matex's horovod"
 import horovod.keras as hvd_keras  # noqa: E402  (the standalone-Keras name serves the same module)
@@ -243,6 +243,15 @@ with tf.GradientTape() as tape:
 tape = hvd.PartialDistributedGradientTape(tape, local_layers=local)
 check_equal(tape.gradient(loss, local.trainable_weights)[0], local_gradient(w0, rank) / size,
             "PartialDistributedGradientTape local layer", rtol=1e-12)
+# get_local_and_global_gradients: (variable, gradient) pairs, the local layer's apart from the averaged ones
+with tf.GradientTape() as tape:
+    loss = tf.reduce_mean(tf.square(local(x) - y)) + tf.reduce_sum(w * w)
+tape = hvd.PartialDistributedGradientTape(tape, local_layers=[local])
+local_pairs, shared_pairs = tape.get_local_and_global_gradients(loss, [local.kernel, w])
+assert [v for v, _ in local_pairs] == [local.kernel] and [v for v, _ in shared_pairs] == [w], (local_pairs, shared_pairs)
+check_equal(local_pairs[0][1], local_gradient(w0, rank) / size, "get_local_and_global_gradients local", 1e-12)
+check_equal(shared_pairs[0][1], 2.0 * w.numpy(), "get_local_and_global_gradients shared", 1e-12)
+check_sync_batch_norm(hvd, rank, size)  # Keras 3's layer here; tf_keras_api.py checks tf_keras's
 
 # ---- the Keras DistributedOptimizer: apply() averages first; backward_passes_per_step -----------------------------
 for options, factor in (({}, 1.0), ({"op": hvd.Sum}, size), ({"gradient_predivide_factor": 2.0}, 1.0)):
@@ -301,6 +310,25 @@ with tf.Graph().as_default():
         check_equal(session.run(v1), rank_input(0, 3) - 0.5 * np.mean([rank_input(r, 3, salt=1) for r in everyone], 0),
                     "TF1 DistributedOptimizer", rtol=1e-12)
 
+# In a plain TF1 graph what a call returns must carry its collective: broadcast_ in place (root's values
+# each time the returned tensors are evaluated), the broadcast gradient (zeros off the root, yet every rank
+# takes part in its allreduce, or the root would wait), and alltoall's argument checks (InvalidArgumentError).
+with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+    root = size - 1
+    in_place = [tf.compat.v1.get_variable(f"in_place_{n}", initializer=tf.constant(rank_input(rank, n), tf.float64))
+                for n in (1, 4)]
+    session.run(tf.compat.v1.global_variables_initializer())
+    results = hvd.broadcast_(in_place, root)
+    for n, result, variable in zip((1, 4), results, in_place):
+        check_equal(session.run(result), rank_input(root, n), f"TF1 broadcast_ of {n}")
+        check_equal(session.run(variable), rank_input(root, n), f"TF1 broadcast_ of {n}: the variable")
+    x1 = tf.constant(rank_input(rank, 5), tf.float64)
+    (gradient,) = tf.compat.v1.gradients(hvd.broadcast(x1, root), [x1], tf.ones([5], tf.float64))
+    check_equal(session.run(gradient), np.ones(5) if rank == root else np.zeros(5), "TF1 broadcast gradient")
+    for bad, what in ((lambda: hvd.alltoall(tf.ones([size + 1])), "dimension 0 must be a multiple"),
+                      (lambda: hvd.alltoall(tf.ones([size]), splits=tf.constant([size + 1] + [0] * (size - 1))),
+                       "splits must sum")):
+        expect_error(lambda: session.run(bad()), what, kinds=(tf.errors.InvalidArgumentError,))
 # ---- elastic state on a job of fixed size: sync gives rank 0's, restore goes back to the last commit ----------
 v = tf.Variable(c(rank_input(rank, 4), tf.float64))
 state = hvd.elastic.TensorFlowState([v], batch=20 + rank, epoch=10 + rank)

@@ -25,7 +25,8 @@ import tensorflow as tf
 
 import horovod.keras as hvd_keras
 import horovod.tensorflow.keras as hvd
-from hvd_test_util import check_equal, check_keras_elastic, check_moved, check_training_step, expect_error
+from hvd_test_util import (check_equal, check_keras_elastic, check_moved, check_sync_batch_norm, check_training_step,
+                           expect_error)
 
 assert os.environ.get("TF_USE_LEGACY_KERAS") == "1", "run under TF_USE_LEGACY_KERAS=1"
 keras = tf.keras
@@ -189,6 +190,9 @@ for suffix in ("h5", "keras"):
 
 # ---- hvd.elastic on tf_keras (a job of fixed size) ------------------------------------------------------------
 check_keras_elastic(hvd, keras, rank)
+# ---- horovod.tensorflow's SyncBatchNormalization, made on tf_keras's BatchNormalization -------------------------
+import horovod.tensorflow as hvd_tf  # noqa: E402
+check_sync_batch_norm(hvd_tf, rank, size)
 # ---- the Keras-level collectives give tensors, as Horovod's do eagerly ------------------------------------------
 total = hvd.allreduce(tf.constant([rank + 1.0, 2.0]), op=hvd.Sum)
 assert tf.is_tensor(total)

@@ -39,3 +39,11 @@ broadcast_object_fn = _not_served("horovod.tensorflow.broadcast_object_fn",
                                   "TF1 sessions' object broadcast; call hvd.broadcast_object eagerly")
 
 from . import elastic  # noqa: E402,F401  (on a job of fixed size: common/elastic.py)
+
+
+def __getattr__(name):
+    # Made on first use, so that `import horovod.tensorflow` does not import Keras.
+    if name == "SyncBatchNormalization":
+        from .sync_batch_norm import made
+        return made()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -37,13 +37,12 @@ class _DistributedTapeMixin:
         self._hvd_local_sources.append(source)
 
     def get_local_and_global_gradients(self, target, sources, output_gradients=None):
-        grads = self.gradient(target, sources, output_gradients)
-        flat = tf.nest.flatten(sources)
-        local = [g for g, s in zip(tf.nest.flatten(grads), flat) if any(s is v for v in self._hvd_local_sources)]
-        shared = [g for g, s in zip(tf.nest.flatten(grads), flat)
-                  if not any(s is v for v in self._hvd_local_sources)]
+        """(local, shared): lists of (source, gradient) pairs, the local sources' and the others'."""
+        grads = tf.nest.flatten(self.gradient(target, sources, output_gradients))
+        pairs = list(zip(tf.nest.flatten(sources), grads))
+        local = [(s, g) for s, g in pairs if any(s is v for v in self._hvd_local_sources)]
+        shared = [(s, g) for s, g in pairs if not any(s is v for v in self._hvd_local_sources)]
         return local, shared
-
 
 def DistributedGradientTape(gradtape, device_dense="", device_sparse="", compression=Compression.none,
                             sparse_as_dense=False, op=_ops.Average, gradient_predivide_factor=1.0, num_groups=0,

@@ -197,7 +197,10 @@ def broadcast(tensor, root_rank, name=None, ignore_name_scope=False, process_set
             # Horovod 0.28's broadcast gradient: the gradient averaged across ranks, on the root only.
             averaged = _collectives().allreduce(dy, op="average", name=_derived(name, "grad"),
                                                 process_set_id=group.id)
-            return averaged if group.rank == root else tf.zeros_like(averaged)
+            if group.rank == root:
+                return averaged
+            with tf.control_dependencies([averaged]):  # a TF1 graph runs the allreduce on every rank
+                return tf.zeros_like(averaged)
         return _collectives().broadcast(x, root_rank=root, name=name, process_set_id=group.id), grad
     return from_root(tensor)
 
@@ -205,16 +208,17 @@ def broadcast(tensor, root_rank, name=None, ignore_name_scope=False, process_set
 def broadcast_(variables, root_rank, name=None, process_set=process_sets.global_process_set):
     """root_rank's values assigned to `variables` in place; returns them."""
     variables = list(variables)
-    for index, variable in enumerate(variables):
-        variable.assign(broadcast(variable, root_rank, None if name is None else f"{name}.{index}", True,
-                                  process_set))
-    return variables
+    assigned = [variable.assign(broadcast(variable, root_rank, None if name is None else f"{name}.{index}", True,
+                                          process_set)) for index, variable in enumerate(variables)]
+    # In a TF1 graph the broadcast runs when what is returned is evaluated, as Horovod's in-place op does.
+    return assigned if not tf.executing_eagerly() and not tf.inside_function() else variables
 
 
 def _even_splits(rows, size):
-    tf.debugging.assert_equal(rows % size, tf.zeros_like(rows), message=(
+    check = tf.debugging.assert_equal(rows % size, tf.zeros_like(rows), message=(
         "horovod.tensorflow.alltoall: without splits, dimension 0 must be a multiple of the number of ranks"))
-    return tf.fill([size], rows // size)
+    with tf.control_dependencies([check]):  # eagerly it has raised already; a TF1 graph runs it first
+        return tf.fill([size], rows // size)
 
 
 def alltoall(tensor, splits=None, name=None, ignore_name_scope=False, process_set=process_sets.global_process_set):
@@ -231,9 +235,11 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False, process_se
     counts = _even_splits(rows, size) if splits is None else tf.cast(tf.reshape(splits, [-1]), tf.int64)
     if counts.shape[0] is not None and counts.shape[0] != size:
         raise ValueError(f"horovod.tensorflow.alltoall: splits must hold {size} counts, not {counts.shape[0]}")
-    tf.debugging.assert_equal(tf.reduce_sum(counts), rows, message=(
-        "horovod.tensorflow.alltoall: splits must sum to dimension 0 of the tensor"))
-    tf.debugging.assert_non_negative(counts, message="horovod.tensorflow.alltoall: splits must be >= 0")
+    checks = [tf.debugging.assert_equal(tf.reduce_sum(counts), rows, message=(
+                  "horovod.tensorflow.alltoall: splits must sum to dimension 0 of the tensor")),
+              tf.debugging.assert_non_negative(counts, message="horovod.tensorflow.alltoall: splits must be >= 0")]
+    with tf.control_dependencies(checks):
+        counts = tf.identity(counts)
     name = _scoped(name, ignore_name_scope)
     if tensor.dtype.is_floating:
         output, received = _alltoall_with_grad(tensor, counts, name, group)
