@@ -8,8 +8,8 @@ from keras import layers
 # Synthetic images with something to learn: each class has a pattern, each image is its class's pattern plus noise.
 rng = np.random.default_rng(11)
 patterns = rng.normal(size=(10,) + (64, 64, 3)).astype("float32")
-y = rng.integers(0, 10, size=(320,))
-x = patterns[y] + rng.normal(size=(320,) + (64, 64, 3)).astype("float32")
+y = rng.integers(0, 10, size=(160,))
+x = patterns[y] + rng.normal(size=(160,) + (64, 64, 3)).astype("float32")
 
 # float64: a step-by-step comparison of float32 runs of this deep ReLU network drowns in rounding
 # (a unit's sign flips under a 1e-7 perturbation and small biases then differ by 1e-4 to 1e-3, as

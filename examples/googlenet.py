@@ -45,8 +45,8 @@ def googlenet(input_shape, classes):
 # Synthetic images with something to learn: each class has a pattern, each image is its class's pattern plus noise.
 rng = np.random.default_rng(12)
 patterns = rng.normal(size=(10,) + (64, 64, 3)).astype("float32")
-y = rng.integers(0, 10, size=(330,))
-x = patterns[y] + rng.normal(size=(330,) + (64, 64, 3)).astype("float32")
+y = rng.integers(0, 10, size=(170,))
+x = patterns[y] + rng.normal(size=(170,) + (64, 64, 3)).astype("float32")
 
 # float64: a step-by-step comparison of float32 runs of this deep ReLU network drowns in rounding
 # (a unit's sign flips under a 1e-7 perturbation and small biases then differ by 1e-4 to 1e-3, as

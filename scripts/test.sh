@@ -6,7 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DMATEX_BUILD_TESTS=ON -DMATEX_WITH_TF=ON -DMATEX_TF_GPU_KERNELS=ON -DMATEX_WITH_TORCH=ON
+# The PyTorch extension is compiled once, by install.venv's pip install (the torch tests run that build);
+# -DMATEX_TORCH_IN_BUILD_TREE=OFF keeps a second copy out of this tree's build.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DMATEX_BUILD_TESTS=ON -DMATEX_WITH_TF=ON -DMATEX_TF_GPU_KERNELS=ON \
+  -DMATEX_WITH_TORCH=ON -DMATEX_TORCH_IN_BUILD_TREE=OFF
 cmake --build build -j"$MATEX_JOBS"
 # No tuning file of this machine's user (~/.cache/matex) may steer auto in a test.
 export XDG_CACHE_HOME="$PWD/build/no-tuning-cache"

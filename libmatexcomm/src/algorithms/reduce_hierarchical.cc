@@ -30,12 +30,12 @@ namespace matexcomm {
 namespace {
 
 constexpr int kLastHopTag = 0x6d72;  // the node communicator carries no other point-to-point traffic
-constexpr size_t kMaxPieceElements = static_cast<size_t>(INT_MAX) / 2;
+constexpr size_t kMaxPieceCount = static_cast<size_t>(INT_MAX) / 2;
 
 void send_in_pieces(MPI_Comm comm, const void* data, size_t count, matex_dtype_t dtype, int dest) {
   const size_t element = dtype_size(dtype);
-  for (size_t offset = 0; offset < count; offset += kMaxPieceElements) {
-    const int n = static_cast<int>(std::min(kMaxPieceElements, count - offset));
+  for (size_t offset = 0; offset < count; offset += kMaxPieceCount) {
+    const int n = static_cast<int>(std::min(kMaxPieceCount, count - offset));
     check_mpi(MPI_Send(static_cast<const char*>(data) + offset * element, n, MpiReductions::datatype(dtype), dest,
                        kLastHopTag, comm),
               "MPI_Send (reduce's last hop)");
@@ -44,8 +44,8 @@ void send_in_pieces(MPI_Comm comm, const void* data, size_t count, matex_dtype_t
 
 void receive_in_pieces(MPI_Comm comm, void* data, size_t count, matex_dtype_t dtype, int source) {
   const size_t element = dtype_size(dtype);
-  for (size_t offset = 0; offset < count; offset += kMaxPieceElements) {
-    const int n = static_cast<int>(std::min(kMaxPieceElements, count - offset));
+  for (size_t offset = 0; offset < count; offset += kMaxPieceCount) {
+    const int n = static_cast<int>(std::min(kMaxPieceCount, count - offset));
     check_mpi(MPI_Recv(static_cast<char*>(data) + offset * element, n, MpiReductions::datatype(dtype), source,
                        kLastHopTag, comm, MPI_STATUS_IGNORE),
               "MPI_Recv (reduce's last hop)");

@@ -14,10 +14,10 @@ namespace matexcomm {
 
 namespace {
 
-constexpr double kVersion = 1;
-constexpr size_t kHeader = 3;  // version, timings, bands
+constexpr double kTableVersion = 1;
+constexpr size_t kTableHeader = 3;  // version, timings, bands
 constexpr size_t kPerTiming = 3;  // bytes, flat seconds, hier seconds
-constexpr size_t kPerBand = 2;    // up to, hierarchical
+constexpr size_t kValuesPerBand = 2;    // up to, hierarchical
 constexpr uint64_t kEverything = std::numeric_limits<uint64_t>::max();
 
 bool hier_wins(const BroadcastTable::Timing& t) {
@@ -59,7 +59,7 @@ bool BroadcastTable::hierarchical_for(size_t bytes) const {
 }
 
 std::vector<double> BroadcastTable::serialize() const {
-  std::vector<double> data = {kVersion, static_cast<double>(timings.size()), static_cast<double>(bands.size())};
+  std::vector<double> data = {kTableVersion, static_cast<double>(timings.size()), static_cast<double>(bands.size())};
   for (const Timing& t : timings) {
     data.insert(data.end(), {static_cast<double>(t.bytes), t.flat_seconds, t.hier_seconds});
   }
@@ -73,20 +73,20 @@ std::vector<double> BroadcastTable::serialize() const {
 
 BroadcastTable BroadcastTable::deserialize(const std::vector<double>& data) {
   static constexpr const char* kTableName = "broadcast table";
-  MATEX_REQUIRE(data.size() >= kHeader && data[0] == kVersion, MATEX_ERR_INTERNAL,
+  MATEX_REQUIRE(data.size() >= kTableHeader && data[0] == kTableVersion, MATEX_ERR_INTERNAL,
                 "a broadcast table of another format arrived");
   const size_t timing_count = whole_number(data, 1, kMaxTimings, kTableName, "timing count");
   const size_t band_count = whole_number(data, 2, kMaxTimings, kTableName, "band count");
-  MATEX_REQUIRE(data.size() >= kHeader + timing_count * kPerTiming + band_count * kPerBand, MATEX_ERR_INTERNAL,
+  MATEX_REQUIRE(data.size() >= kTableHeader + timing_count * kPerTiming + band_count * kValuesPerBand, MATEX_ERR_INTERNAL,
                 "a truncated broadcast table arrived");
   BroadcastTable table;
-  size_t at = kHeader;
+  size_t at = kTableHeader;
   for (size_t i = 0; i < timing_count; ++i, at += kPerTiming) {
     table.timings.push_back({whole_number(data, at, 0x1p53, kTableName, "size"),
                              finite_number(data, at + 1, kTableName, "flat time"),
                              finite_number(data, at + 2, kTableName, "hier time")});
   }
-  for (size_t i = 0; i < band_count; ++i, at += kPerBand) {
+  for (size_t i = 0; i < band_count; ++i, at += kValuesPerBand) {
     // -1 stands for every larger size (serialize()).
     const uint64_t up_to =
         data[at] == -1 ? kEverything : whole_number(data, at, 0x1p53, kTableName, "band size");
@@ -97,7 +97,7 @@ BroadcastTable BroadcastTable::deserialize(const std::vector<double>& data) {
   return table;
 }
 
-size_t BroadcastTable::serialized_capacity() { return kHeader + kMaxTimings * (kPerTiming + kPerBand); }
+size_t BroadcastTable::serialized_capacity() { return kTableHeader + kMaxTimings * (kPerTiming + kValuesPerBand); }
 
 std::string BroadcastTable::explain() const {
   if (bands.empty()) return "broadcast under auto: no measured table\n";

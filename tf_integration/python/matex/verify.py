@@ -3,8 +3,9 @@
                         script.py [args...]
 
 Runs an unmodified TensorFlow script as the user would, plainly on one
-process with no matex at all (the reference), then with MATEX_ENABLE=1 on N
-ranks under mpirun, and compares what each run did (matex/_verify_log.py:
+process with no matex at all (the reference), and with MATEX_ENABLE=1 on N
+ranks under mpirun (side by side with the reference, which is independent of
+it and leaves cores idle while it imports), and compares what each run did (matex/_verify_log.py:
 every optimizer step's variable norms, fit's logs per batch, evaluate's
 results, the metrics and TF1 fetches the script reads), printing the runs
 side by side with the largest relative difference. It exits non-zero when a
@@ -170,8 +171,8 @@ def _start_plain(options, work, name, extra_env):
     return _Run(command, env, "plain run" + (f" ({shown})" if shown else ""), work, name), log
 
 
-def _run_activated(options, work, name, ranks, layout):
-    """The script under mpirun with MATEX_ENABLE=1. Returns rank 0's records and the run's directory."""
+def _start_activated(options, work, name, ranks, layout):
+    """The script under mpirun with MATEX_ENABLE=1. Returns the running _Run and its log."""
     log = os.path.join(work, f"{name}.jsonl")
     env = dict(os.environ, MATEX_ENABLE="1", MATEX_VERIFY_LOG=log)
     env.pop("MATEX_VIRTUAL_NODES", None)
@@ -179,31 +180,43 @@ def _run_activated(options, work, name, ranks, layout):
         env["MATEX_VIRTUAL_NODES"] = layout
     command = [options.mpirun, "-np", str(ranks), "--oversubscribe", sys.executable, options.script, *options.args]
     print(f"# {'MATEX_VIRTUAL_NODES=' + layout + ' ' if layout else ''}MATEX_ENABLE=1 {' '.join(command)}", flush=True)
+    return _Run(command, env, f"{ranks}-rank run", work, name), log
+
+
+def _run_activated(options, work, name, ranks, layout):
+    """_start_activated, finished. Returns rank 0's records and the run's directory."""
     with _verify_files.links_watched(work, f"{ranks}-rank run"):
-        run = _Run(command, env, f"{ranks}-rank run", work, name)
+        run, log = _start_activated(options, work, name, ranks, layout)
         run.finish()
     return _read(log), run.directory
 
 
-def _run_reference(options, work):
-    """Runs the reference (and the noise run beside it). Returns its records, the noise run's (None without
-    --noise), the reference's directory and what it is called in messages."""
+def _run_reference_and_first(options, work):
+    """Runs the reference (and the noise run) and the first distributed run. The one-process runs are
+    independent of the others, so all run side by side: a one-process run leaves cores idle (most of it
+    is one thread importing the framework). Returns the reference's records, the noise run's (None
+    without --noise), the reference's directory, what it is called in messages, and the first
+    distributed run's records and directory."""
+    ranks, layout = options.runs[0]
     if options.reference == "activated":
         reference, directory = _run_activated(options, work, "one", 1, None)
-        return reference, None, directory, "1-rank run"
+        first, first_directory = _run_activated(options, work, "many0", ranks, layout)
+        return reference, None, directory, "1-rank run", first, first_directory
     noise = None
-    with _verify_files.links_watched(work, "plain runs" if options.noise else "plain run"):
-        # The two one-process runs are independent: side by side, on a machine's idle cores.
+    with _verify_files.links_watched(work, "plain and distributed runs"):
         plain, log = _start_plain(options, work, "plain", {})
         if options.noise:
             other, noise_log = _start_plain(options, work, "noise", {"TF_ENABLE_ONEDNN_OPTS": "0"})
-            other.finish()
+        distributed, first_log = _start_activated(options, work, "many0", ranks, layout)
         plain.finish()
+        if options.noise:
+            other.finish()
+        distributed.finish()
     reference = _read(log)
     if options.noise:
         noise = _read(noise_log)
         print(_verify_compare.noise_summary(reference, noise))
-    return reference, noise, plain.directory, "plain run"
+    return reference, noise, plain.directory, "plain run", _read(first_log), distributed.directory
 
 
 def _print_problems(problems):
@@ -241,10 +254,12 @@ def main(argv=None):
     work = tempfile.mkdtemp(prefix="matex-verify-")
     failed = False
     try:
-        reference, noise, reference_directory, reference_what = _run_reference(options, work)
+        reference, noise, reference_directory, reference_what, many, directory = _run_reference_and_first(options,
+                                                                                                         work)
         reference_files = _verify_files.written(reference_directory)
         for index, (ranks, layout) in enumerate(options.runs):
-            many, directory = _run_activated(options, work, f"many{index}", ranks, layout)
+            if index:
+                many, directory = _run_activated(options, work, f"many{index}", ranks, layout)
             problems = _verify_compare.Comparison(reference, many, ranks, options.rtol, noise).run()
             file_problems = _compare_files(reference_files, reference_what, directory, ranks)
             _print_problems(problems)
