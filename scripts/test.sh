@@ -4,13 +4,21 @@
 # under AddressSanitizer and ThreadSanitizer. CI runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Where CI's time goes: each phase's wall time, printed as it ends (and once more at the end).
+phase_started=$SECONDS phase_times=""
+phase_done() {
+  local line="phase: $1 took $((SECONDS - phase_started)) s (total $SECONDS s)"
+  echo "$line"; phase_times+="$line"$'\n'; phase_started=$SECONDS
+}
 source scripts/setup.sh
+phase_done "setup"
 
 # The PyTorch extension is compiled once, by install.venv's pip install (the torch tests run that build);
 # -DMATEX_TORCH_IN_BUILD_TREE=OFF keeps a second copy out of this tree's build.
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DMATEX_BUILD_TESTS=ON -DMATEX_WITH_TF=ON -DMATEX_TF_GPU_KERNELS=ON \
   -DMATEX_WITH_TORCH=ON -DMATEX_TORCH_IN_BUILD_TREE=OFF
 cmake --build build -j"$MATEX_JOBS"
+phase_done "configure and build"
 # No tuning file of this machine's user (~/.cache/matex) may steer auto in a test.
 export XDG_CACHE_HOME="$PWD/build/no-tuning-cache"
 # Serial: the multi-rank tests already put 4 ranks on this machine's cores.
@@ -18,6 +26,7 @@ export XDG_CACHE_HOME="$PWD/build/no-tuning-cache"
 # collectives, and compilers beside them, even at idle priority, slowed them
 # 2-2.5x (mpi4py at 2 ranks: 57 s alone, 138 s beside the sanitizer build).
 (cd build && ctest --output-on-failure --timeout 900 -LE tf)
+phase_done "tests without TensorFlow"
 # How long pip took in the install tests (tests/install), which pass quietly.
 cat build/install-time-*.txt 2>/dev/null || true
 # Then the TensorFlow tests, while the sanitizer trees build at idle priority
@@ -34,8 +43,12 @@ cd build
 # tf_venv and torch_venv) serves these too; no second pip install.
 ctest --output-on-failure --timeout 900 -L tf -FA 'tf_venv|torch_venv'
 cd ..
+phase_done "TensorFlow tests"
 if ! wait "$sanitizer_build"; then
   echo "FAIL: building the sanitizer trees (build/sanitizer-build.log):"; tail -40 build/sanitizer-build.log; exit 1
 fi
 trap - EXIT
+phase_done "waiting for the sanitizer trees"
 tests/sanitizers/run.sh run
+phase_done "sanitizer runs"
+printf '%s' "$phase_times"
