@@ -24,10 +24,12 @@ def _global_moments(inputs, axes, keep_dims, weights, epsilon):
     w = tf.ones_like(x) if weights is None else tf.cast(tf.broadcast_to(weights, tf.shape(x)), dtype)
     local = tf.concat([tf.reduce_sum(x * w, axes, keepdims=True), tf.reduce_sum(w, axes, keepdims=True)], 0)
     total = allreduce(local, op=Sum)
-    count = total[1:] + epsilon
-    mean = total[:1] / count
+    # Keras 3 divides masked sums by their weight plus epsilon; tf_keras's weighted moments divide with no NaN.
+    divide = (lambda a, b: a / (b + epsilon)) if epsilon else tf.math.divide_no_nan
+    count = total[1:]
+    mean = divide(total[:1], count)
     squares = allreduce(tf.reduce_sum(w * tf.square(x - mean), axes, keepdims=True), op=Sum)
-    variance = squares / count
+    variance = divide(squares, count)
     if not keep_dims:
         mean, variance = tf.squeeze(mean, axes), tf.squeeze(variance, axes)
     return tf.cast(mean, inputs.dtype), tf.cast(variance, inputs.dtype)
