@@ -10,6 +10,7 @@ the middle of its second Model.save, and passes when:
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,7 @@ def main():
     timeout = float(os.environ.get("MATEX_TIMEOUT_SECONDS", "60"))
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kill_rank0_save.py")
     directory = tempfile.mkdtemp(prefix="matex-kill-save-")
+    print(f"# the saves go to {directory}", flush=True)
     target = os.path.join(directory, "model.keras")
     env = dict(os.environ, MATEX_ENABLE="1")
     env.pop("PYTHONPATH", None)
@@ -74,12 +76,13 @@ def main():
     print(f"PASS: the job ended {waited:.1f} s after rank 0 was killed mid-save (status {status}); "
           f"model.keras is still the first save's whole file; left aside: "
           f"{sorted(n for n in os.listdir(directory) if n.startswith('.'))}")
+    shutil.rmtree(directory)  # kept when the test fails, to look at
     return 0
 
 
 def fail(lines, why):
     sys.stdout.write("".join(lines[-60:]))
-    print(f"FAIL: {why}")
+    print(f"FAIL: {why} (the save directory is kept, at the path printed first)")
     return 1
 
 

@@ -44,6 +44,7 @@ class _DistributedTapeMixin:
         shared = [(s, g) for s, g in pairs if not any(s is v for v in self._hvd_local_sources)]
         return local, shared
 
+
 def DistributedGradientTape(gradtape, device_dense="", device_sparse="", compression=Compression.none,
                             sparse_as_dense=False, op=_ops.Average, gradient_predivide_factor=1.0, num_groups=0,
                             groups=None, process_set=process_sets.global_process_set, scale_local_gradients=True):

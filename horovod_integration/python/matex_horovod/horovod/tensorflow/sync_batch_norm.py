@@ -22,12 +22,12 @@ def _global_moments(inputs, axes, keep_dims, weights, epsilon):
     dtype = tf.float64 if inputs.dtype == tf.float64 else tf.float32
     x = tf.cast(inputs, dtype)
     w = tf.ones_like(x) if weights is None else tf.cast(tf.broadcast_to(weights, tf.shape(x)), dtype)
-    local = tf.concat([tf.reduce_sum(x * w, axes, keepdims=True), tf.reduce_sum(w, axes, keepdims=True)], 0)
+    local = tf.stack([tf.reduce_sum(x * w, axes, keepdims=True), tf.reduce_sum(w, axes, keepdims=True)])
     total = allreduce(local, op=Sum)
     # Keras 3 divides masked sums by their weight plus epsilon; tf_keras's weighted moments divide with no NaN.
     divide = (lambda a, b: a / (b + epsilon)) if epsilon else tf.math.divide_no_nan
-    count = total[1:]
-    mean = divide(total[:1], count)
+    count = total[1]
+    mean = divide(total[0], count)
     squares = allreduce(tf.reduce_sum(w * tf.square(x - mean), axes, keepdims=True), op=Sum)
     variance = divide(squares, count)
     if not keep_dims:
