@@ -202,7 +202,6 @@ class _LearningRateWarmup(_LearningRateSchedule):
             print(f"\nEpoch {epoch + 1}: finished gradual learning rate warmup to {self._lr():g}.")
 
 
-
 def for_base(callback_base):
     """The four callbacks as subclasses of callback_base (a Keras's Callback)."""
     return made_on(callback_base, (("BroadcastGlobalVariablesCallback", _BroadcastGlobalVariables),

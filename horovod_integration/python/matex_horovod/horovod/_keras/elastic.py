@@ -68,7 +68,6 @@ class _UpdateEpochState:
         self.state.epoch = self.initial_epoch + epoch + 1
 
 
-
 def for_base(callback_base):
     """The three callbacks as subclasses of callback_base (a Keras's Callback)."""
     return made_on(callback_base, (("CommitStateCallback", _CommitState),

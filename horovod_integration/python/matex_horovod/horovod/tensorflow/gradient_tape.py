@@ -21,7 +21,7 @@ class _DistributedTapeMixin:
         grads = super().gradient(target, sources, output_gradients=output_gradients, **kwargs)
         flat = tf.nest.flatten(grads)
         flat_sources = tf.nest.flatten(sources)
-        local = [any(s is v for v in self._hvd_local_sources) for s in flat_sources]
+        local = [self._hvd_is_local(s) for s in flat_sources]
         shared = [None if is_local else g for g, is_local in zip(flat, local)]
         averaged = self._hvd_averager(shared)
         size = runtime.size
@@ -32,6 +32,9 @@ class _DistributedTapeMixin:
             out.append(g if is_local else avg)
         return tf.nest.pack_sequence_as(grads, out)
 
+    def _hvd_is_local(self, source):
+        return any(source is v for v in self._hvd_local_sources)
+
     def register_local_source(self, source):
         """Keeps this variable's gradient local (not averaged across ranks)."""
         self._hvd_local_sources.append(source)
@@ -40,8 +43,8 @@ class _DistributedTapeMixin:
         """(local, shared): lists of (source, gradient) pairs, the local sources' and the others'."""
         grads = tf.nest.flatten(self.gradient(target, sources, output_gradients))
         pairs = list(zip(tf.nest.flatten(sources), grads))
-        local = [(s, g) for s, g in pairs if any(s is v for v in self._hvd_local_sources)]
-        shared = [(s, g) for s, g in pairs if not any(s is v for v in self._hvd_local_sources)]
+        local = [(s, g) for s, g in pairs if self._hvd_is_local(s)]
+        shared = [(s, g) for s, g in pairs if not self._hvd_is_local(s)]
         return local, shared
 
 

@@ -327,7 +327,7 @@ def _eagerly(who):
     if tf.executing_eagerly():
         yield
         return
-    if getattr(tf.compat.v1.get_default_graph(), "building_function", False):
+    if tf.inside_function():
         refuse(f"{who} inside tf.function", "call it eagerly, outside the traced step")
     with runtime.eager_mode():
         yield
