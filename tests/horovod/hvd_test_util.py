@@ -57,6 +57,23 @@ def expect_error(call, *fragments, kinds=(Exception,)):
     raise AssertionError(f"expected an error mentioning {fragments}, got none")
 
 
+def check_a_rank_leaving(hvd, tensor):
+    """The last rank shuts Horovod down, as the end of its script does, while the others enter a barrier
+    it never will (and may already wait there). As in Horovod, one rank's shutdown ends every rank's
+    engine: the others fail at once, naming the rank, instead of waiting forever, and so does what they
+    submit afterwards; then they shut down too. `tensor` makes the framework's tensor of a list."""
+    leaving = hvd.size() - 1
+    if hvd.rank() == leaving:
+        hvd.shutdown()
+        return
+    named = f"rank {leaving} shut it down"
+    # Whether the shutdown reaches this rank before or after it submits, the error names the rank: in a
+    # barrier (Horovod's goes through its engine too), then in an allreduce.
+    expect_error(hvd.barrier, named)
+    expect_error(lambda: hvd.allreduce(tensor([2.0]), name="leaving.after"), named)
+    hvd.shutdown()
+
+
 def synthetic_mnist(samples, seed=0):
     """MNIST-shaped data that a small model can learn: 28x28 images in [0, 1)
     and labels 0..9 that a fixed linear map of the image decides. Every rank

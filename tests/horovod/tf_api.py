@@ -11,8 +11,8 @@ import tensorflow as tf
 
 import horovod.tensorflow as hvd
 import horovod.tensorflow.keras as hvdk
-from hvd_test_util import (COUNTS, check_equal, check_keras_elastic, check_sync_batch_norm, expect_error,
-                           rank_input, reducescatter_rows, rows_input)
+from hvd_test_util import (COUNTS, check_a_rank_leaving, check_equal, check_keras_elastic, check_sync_batch_norm,
+                           expect_error, rank_input, reducescatter_rows, rows_input)
 
 assert "matex_horovod" in hvd.__file__, f"imported {hvd.__file__}, not matex's horovod"
 import horovod.keras as hvd_keras  # noqa: E402  (the standalone-Keras name serves the same module)
@@ -378,4 +378,6 @@ if size > 1:
                  "tf.mismatch.dtype", "float32", "float64")
     expect_error(lambda: hvd.broadcast(c([1.0]), root_rank=rank, name="tf.mismatch.root"), "tf.mismatch.root",
                  "root=")
+# Last: one rank leaves while the others still submit (it shuts Horovod down on every rank).
+check_a_rank_leaving(hvd, c)
 print(f"rank {rank}: horovod.tensorflow API checks passed on {size} ranks", flush=True)

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 import horovod.torch as hvd
-from hvd_test_util import (COUNTS, check_equal, expect_error, rank_input, reducescatter_rows,
+from hvd_test_util import (COUNTS, check_a_rank_leaving, check_equal, expect_error, rank_input, reducescatter_rows,
                            rows_input)
 
 assert "matex_horovod" in hvd.__file__, f"imported {hvd.__file__}, not matex's horovod"
@@ -482,4 +482,6 @@ if size > 1:
                 "the first of two reduce-scatters under one name")
     check_equal(hvd.allreduce(t([2.0]), op=hvd.Sum, name="duplicate"), [2.0 * size],
                 "a name used again after synchronize")
+# Last: one rank leaves while the others still submit (it shuts Horovod down on every rank).
+check_a_rank_leaving(hvd, lambda a: torch.tensor(a, dtype=torch.float32))
 print(f"rank {rank}: horovod.torch API checks passed on {size} ranks", flush=True)

@@ -14,6 +14,7 @@
 //   - the engine's collectives, agreed on by its coordinator, skip the call
 //     check that a direct call makes (its messages counted at MPI_Isend);
 //   - destroying the engine fails what is still pending with "shut down";
+//   - one rank's destroy stops the engine on every rank: what the others wait for fails, naming it;
 //   - a rank that submits late is named in rank 0's warning, and a tensor it
 //     never submits fails on the others after MATEX_STALL_SHUTDOWN_SECONDS;
 //   - an idle engine slows its cycle to MATEX_IDLE_CYCLE_MS, and tensors
@@ -1025,6 +1026,32 @@ TEST_F(EngineTest, DestroyFailsWhatIsStillPending) {
                            "submit after destroy");
   }
   agree_no_errors(errors, "destroy with a pending tensor");
+}
+
+// The last rank's program ends (it destroys its engine) while the others wait for a tensor it never
+// submits: their wait fails, naming it, instead of hanging, and so does what they submit afterwards.
+TEST_F(EngineTest, OneRanksShutdownFailsWhatTheOthersWaitFor) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  const int leaving = world_size() - 1;
+  const std::string named = "rank " + std::to_string(leaving) + " shut it down";
+  std::vector<float> a(4, 1.0f), b(4, 0.0f);
+  matex_tensor_op_t op = float_sum("never/on/the/last/rank", a.data(), b.data(), 4);
+  matex_request_t request = nullptr;
+  long long errors = 0;
+  if (world_rank() != leaving) {
+    ASSERT_EQ(matex_engine_submit(engine_, &op, 1, &request), MATEX_SUCCESS) << matex_last_error();
+  }
+  MPI_Barrier(MPI_COMM_WORLD);  // the tensor is queued everywhere but on the leaving rank
+  if (world_rank() == leaving) {
+    ASSERT_EQ(matex_engine_destroy(&engine_), MATEX_SUCCESS) << matex_last_error();
+  } else {
+    errors += expect_error(matex_request_wait(request), MATEX_ERR_NOT_INITIALIZED, named.c_str(), "waiting for it");
+    matex_request_free(&request);
+    op.name = "after/the/shutdown";
+    errors += expect_error(matex_engine_submit(engine_, &op, 1, nullptr), MATEX_ERR_NOT_INITIALIZED, named.c_str(),
+                           "submitting after it");
+  }
+  agree_no_errors(errors, "one rank's shutdown while the others wait");
 }
 
 // Sends this process's stderr to a file until finish(), which returns what was written.

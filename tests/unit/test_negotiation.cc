@@ -325,15 +325,43 @@ TEST(Negotiation, TheJoinEndsOnceEveryRankHasJoinedNamingTheLast) {
   EXPECT_EQ(c.stalled(now + std::chrono::seconds(10), 1.0)[0].missing, std::vector<int>{2});
 }
 
-TEST(Negotiation, ShutdownNeedsEveryRanksVote) {
+TEST(Negotiation, ShutdownByEveryRankNamesNoRank) {
   Coordinator c(2, 1 << 20, 1 << 20);
   const auto now = Clock::now();
   c.add(0, announce({}, true), now);
-  EXPECT_TRUE(c.take_responses().empty());
   c.add(1, announce({}, true), now);
   const std::vector<Response> r = c.take_responses();
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].type, Response::Type::kShutdown);
+  EXPECT_EQ(r[0].error, "");
+}
+
+// A rank whose program ended while the others still submit: waiting for its vote, or for tensors it will
+// never announce, would hang them all. What every rank announced still runs, before the shutdown.
+TEST(Negotiation, OneRanksShutdownEndsTheEngineEverywhere) {
+  Coordinator c(3, 1 << 20, 1 << 20);
+  const auto now = Clock::now();
+  for (int r = 0; r < 3; ++r) c.add(r, announce({{"everyone", allreduce(4)}}), now);
+  c.add(0, announce({{"without_rank_2", allreduce(4)}}), now);
+  c.add(1, announce({{"without_rank_2", allreduce(4)}}), now);
+  c.add(2, announce({}, true), now);
+  const std::vector<Response> r = c.take_responses();
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].type, Response::Type::kExecute);
+  EXPECT_EQ(r[0].names, std::vector<std::string>{"everyone"});
+  EXPECT_EQ(r[1].type, Response::Type::kShutdown);
+  EXPECT_NE(r[1].error.find("rank 2 shut it down"), std::string::npos) << r[1].error;
+}
+
+TEST(Negotiation, ShutdownNamesEveryRankThatVoted) {
+  Coordinator c(4, 1 << 20, 1 << 20);
+  const auto now = Clock::now();
+  c.add(1, announce({}, true), now);
+  c.add(3, announce({}, true), now);
+  const std::vector<Response> r = c.take_responses();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].type, Response::Type::kShutdown);
+  EXPECT_NE(r[0].error.find("ranks 1, 3 shut it down"), std::string::npos) << r[0].error;
 }
 
 TEST(Negotiation, WireFormatRoundTrips) {

@@ -389,8 +389,12 @@ typedef struct {
 /* Starts an engine over comm's ranks (its own communicator and thread).
  * Collective over comm. */
 MATEX_API matex_status_t matex_engine_create(matex_comm_t comm, matex_engine_t* engine);
-/* Collective. Tensors still pending fail with MATEX_ERR_NOT_INITIALIZED ("shut
- * down"); their requests stay valid until freed. Sets *engine to NULL. */
+/* Stops the engine on every rank: the first rank to call it ends the engine for
+ * all (every tensor needs every rank), so the others never wait for tensors it
+ * will not submit. Tensors still pending, and those the other ranks submit
+ * afterwards, fail with MATEX_ERR_NOT_INITIALIZED ("shut down", naming the
+ * ranks that shut it down first); their requests stay valid until freed. Every
+ * rank still calls it to free its handle. Sets *engine to NULL. */
 MATEX_API matex_status_t matex_engine_destroy(matex_engine_t* engine);
 /* Queues n tensors (all, or none if any is invalid). The buffers must stay
  * untouched until the tensor completes. requests: NULL (nothing to wait on;

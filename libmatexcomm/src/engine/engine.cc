@@ -161,7 +161,8 @@ void Engine::submit(std::vector<TensorOp> ops) {
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    MATEX_REQUIRE(!stopping_ && !stopped_, MATEX_ERR_NOT_INITIALIZED, "the engine is shut down");
+    MATEX_REQUIRE(!stopping_ && !stopped_, MATEX_ERR_NOT_INITIALIZED,
+                  "the engine is shut down" + (stop_reason_.empty() ? std::string() : " (" + stop_reason_ + ")"));
     for (const TensorOp& op : ops) {
       MATEX_REQUIRE(in_flight_.count(op.name) == 0, MATEX_ERR_INVALID_ARG,
                     op.name == kJoinName ? "this rank has joined already; it may join again once every rank has"
@@ -354,14 +355,20 @@ void Engine::loop() {
           ++stats_.idle_cycles;
         }
       }
-      bool stop = false;
+      const Response* shutdown = nullptr;
       for (const Response& response : responses) {
-        if (response.type == Response::Type::kShutdown) stop = true;
+        if (response.type == Response::Type::kShutdown) shutdown = &response;
         else execute(response);
       }
-      if (stop) break;
+      if (shutdown == nullptr) continue;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stop_reason_ = shutdown->error;
+      }
+      fail_everything("the engine was shut down before this tensor completed" +
+                      (shutdown->error.empty() ? std::string() : ": " + shutdown->error));
+      return;
     }
-    fail_everything("the engine was shut down before this tensor completed");
   } catch (const Error& error) {
     // The coordination itself failed (MPI error): nothing can be matched any more.
     fail_everything("the engine stopped: " + error.message());

@@ -158,6 +158,7 @@ class Engine {
   std::unordered_set<std::string> in_flight_;  // submitted and not yet finished
   bool stopping_ = false;
   bool stopped_ = false;
+  std::string stop_reason_;  // once stopped: why, for the tensors submitted after (empty: this rank's shutdown)
   EngineStats stats_;
   std::vector<double> idle_samples_;  // the last kIdleSamples idle cycles' coordination times (a ring)
 

@@ -390,9 +390,21 @@ std::vector<Response> Coordinator::take_responses() {
     joined_count_ = 0;
     last_joined_ = -1;
   }
-  if (shutdown_votes_ == world_size_) {
+  if (shutdown_votes_ > 0) {
+    // One rank's vote ends the engine everywhere: every tensor needs every rank, so nothing a rank that
+    // shut down has not announced can run any more, and the others must not wait for it.
     Response shutdown;
     shutdown.type = Response::Type::kShutdown;
+    if (shutdown_votes_ < world_size_) {
+      std::string ranks;
+      for (int r = 0; r < world_size_; ++r) {
+        if (voted_[r]) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      }
+      const bool one = shutdown_votes_ == 1;
+      shutdown.error = "the engine stopped on every rank: " + std::string(one ? "rank " : "ranks ") + ranks +
+                       " shut it down (" + (one ? "its program ended, or it" : "their programs ended, or they") +
+                       " called shutdown) while others still used it";
+    }
     out.push_back(shutdown);
   }
   return out;

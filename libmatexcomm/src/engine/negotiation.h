@@ -16,6 +16,10 @@
 // as having announced every name: allreduces run with its zeros (it executes them with stand-in buffers
 // from the response's specs), and a broadcast or allgather while some rank has joined fails on every
 // rank. Once every rank has joined, a kJoin response names the rank that joined last, and the joins end.
+// Shutdown: one rank's vote ends the engine on every rank (a kShutdown response, whose error names the
+// ranks that voted unless all did). Every tensor needs every rank, so a tensor that a rank which shut
+// down has not announced can never run: its submitters must not wait for it, and neither may the rank
+// that shut down wait for the others to vote (ranks may shut down several engines in different orders).
 // The coordinator also remembers since when a name has waited for the ranks
 // that have not announced it (the stall inspector reads that).
 //

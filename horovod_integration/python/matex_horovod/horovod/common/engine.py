@@ -176,7 +176,8 @@ class Engine:
         return child
 
     def close(self):
-        """A process set's engine: collective over its ranks; stops its engine and frees its communicator."""
+        """A process set's engine: stops its engine on all its ranks (the first to close it ends it for
+        every member; pending tensors fail) and frees this rank's communicator."""
         with self._lock:
             if not self.started:
                 return
@@ -190,7 +191,8 @@ class Engine:
                     parent._subsets.remove(self)
 
     def shutdown(self):
-        """Collective: stops the engine (pending tensors fail) and finalizes MPI."""
+        """Stops the engine on every rank (as in Horovod, the first rank to shut down ends it for all;
+        pending tensors fail, naming that rank) and finalizes MPI."""
         if not self.started or self.crashed:
             return
         for child in list(self._subsets):  # the process sets still registered, in registration order
@@ -307,8 +309,11 @@ class Engine:
         return ctypes.c_int32.from_address(address).value
 
     def barrier(self):
+        """Returns once every rank of this engine has called it. Through the engine, as Horovod's barrier
+        is (not a blocking MPI barrier): a rank that shuts down meanwhile makes it fail, naming that rank,
+        instead of leaving the others waiting; while some rank has joined it fails too."""
         self.require("barrier")
-        self.check(self.lib.matex_barrier(self._comm), "barrier")
+        self.gather_ints([self.rank], "barrier")
 
     def built_with_cuda(self):
         if self.lib is None:
