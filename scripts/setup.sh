@@ -6,7 +6,8 @@ set -euo pipefail
 MATEX_APT_PACKAGES=(cmake g++ make pkg-config openmpi-bin libopenmpi-dev libhwloc-dev hwloc
                     googletest libgtest-dev libbenchmark-dev python3 python3-pip python3-venv
                     gfortran  # the interposer's Fortran tests (tests/interposer)
-                    nlohmann-json3-dev)  # torch's flight-recorder header needs it (torch_integration)
+                    nlohmann-json3-dev  # torch's flight-recorder header needs it (torch_integration)
+                    ninja-build ccache)  # scripts/test.sh: its build and the install tests' pip builds share objects
 
 missing=()
 for package in "${MATEX_APT_PACKAGES[@]}"; do

@@ -24,23 +24,40 @@ def facts_file(folder, name, **changes):
     return path
 
 
+class Case:
+    """One fresh process, started at once: every case imports a framework (seconds of CPU each), and the
+    cases do not depend on each other, so they run side by side; expect() waits for its own."""
+
+    def __init__(self, code, facts, enable=True):
+        env = dict(os.environ, MATEX_FACTS=facts)
+        env.pop("PYTHONPATH", None)
+        if enable:
+            env["MATEX_ENABLE"] = "1"
+        else:
+            env.pop("MATEX_ENABLE", None)
+        prelude = "import os, matex._build as b; b._FILE = os.environ['MATEX_FACTS']\n"
+        self.process = subprocess.Popen([sys.executable, "-c", prelude + code], env=env, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True)
+
+    def finish(self):
+        try:
+            output, _ = self.process.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            output = self.process.communicate()[0] + "\n(killed after 300 s)"
+        return self.process.returncode, output
+
+
 def run(code, facts, enable=True):
-    env = dict(os.environ, MATEX_FACTS=facts)
-    env.pop("PYTHONPATH", None)
-    if enable:
-        env["MATEX_ENABLE"] = "1"
-    else:
-        env.pop("MATEX_ENABLE", None)
-    prelude = "import os, matex._build as b; b._FILE = os.environ['MATEX_FACTS']\n"
-    return subprocess.run([sys.executable, "-c", prelude + code], env=env, capture_output=True, text=True, timeout=300)
+    return Case(code, facts, enable)
 
 
-def expect(what, result, status, *texts):
-    output = result.stdout + result.stderr
-    ok = result.returncode == status and all(text in output for text in texts)
+def expect(what, case, status, *texts):
+    returncode, output = case.finish()
+    ok = returncode == status and all(text in output for text in texts)
     print(("ok: " if ok else "FAIL: ") + what)
     if not ok:
-        print(f"  status {result.returncode} (wanted {status}); wanted {texts} in:\n{output[-3000:]}")
+        print(f"  status {returncode} (wanted {status}); wanted {texts} in:\n{output[-3000:]}")
         FAILURES.append(what)
 
 
@@ -51,42 +68,49 @@ from matex import _activation, _runtime
 print("active", _activation.active(), "mpi", _runtime.is_initialized())
 """
 with tempfile.TemporaryDirectory() as folder:
+    checks = []  # (what, case, status, texts): every case starts here, and is judged below
     if FACTS.get("tf") == "ON":
-        import tensorflow
-        tf_version = tensorflow.__version__
-        expect("TensorFlow outside the range stops the job, names both, patches nothing",
-               run(TF_PROBE, facts_file(folder, "tf_old", tf_range="2.0,2.1")), 1,
-               f"TensorFlow {tf_version} is outside the range this matex supports, 2.0 to below 2.1",
-               "Nothing was patched")
-        expect("Keras outside the range stops the job",
-               run(TF_PROBE, facts_file(folder, "keras_new", keras_range="9.0,9.1")), 1,
-               "Keras", "is outside the range this matex supports, 9.0 to below 9.1")
-        no_ops = "import matex._runtime as r; r._LIBRARY = '/nonexistent/_matex_ops.so'\n"
-        expect("a package without the op library stops the job and says why",
-               run(no_ops + TF_PROBE, facts_file(folder, "tf_skipped", tf_why="MATEX_WITH_TF=0")), 1,
-               "installed without its TensorFlow binding (MATEX_WITH_TF=0)")
-        expect("without MATEX_ENABLE an unsupported TensorFlow is left alone",
-               run(TF_PROBE, facts_file(folder, "tf_old_off", tf_range="2.0,2.1"), enable=False), 0,
-               "active False mpi False")
+        checks += [
+            ("TensorFlow outside the range stops the job, names both, patches nothing",
+             run(TF_PROBE, facts_file(folder, "tf_old", tf_range="2.0,2.1")), 1,
+             ["is outside the range this matex supports, 2.0 to below 2.1", "Nothing was patched"]),
+            ("Keras outside the range stops the job",
+             run(TF_PROBE, facts_file(folder, "keras_new", keras_range="9.0,9.1")), 1,
+             ["Keras", "is outside the range this matex supports, 9.0 to below 9.1"]),
+            ("a package without the op library stops the job and says why",
+             run("import matex._runtime as r; r._LIBRARY = '/nonexistent/_matex_ops.so'\n" + TF_PROBE,
+                 facts_file(folder, "tf_skipped", tf_why="MATEX_WITH_TF=0")), 1,
+             ["installed without its TensorFlow binding (MATEX_WITH_TF=0)"]),
+            ("without MATEX_ENABLE an unsupported TensorFlow is left alone",
+             run(TF_PROBE, facts_file(folder, "tf_old_off", tf_range="2.0,2.1"), enable=False), 0,
+             ["active False mpi False"]),
+        ]
     if FACTS.get("torch") == "ON":
         # The takeover starts at the process group: `import torch` alone goes on (a TensorFlow job's
         # libraries may import it), the gloo group is refused, another backend left alone.
         group = ("import torch, torch.distributed as d\nprint('imported', flush=True)\n"
                  "d.init_process_group('{}', rank=0, world_size=1, store=d.HashStore())\nprint('group made')")
-        expect("torch outside the range: MATEX_ENABLE=1 refuses the gloo group the takeover would serve",
-               run(group.format("gloo"), facts_file(folder, "torch_old", torch_range="2.0,2.1")), 1,
-               "imported", "PyTorch", "is outside the range this matex supports, 2.0 to below 2.1",
-               "Nothing was patched")
-        expect("a binding built for another torch release is refused too",
-               run(group.format("gloo"), facts_file(folder, "torch_other", torch_version="2.11.0")), 1,
-               "binding was built for 2.11.0")
-        expect("without MATEX_ENABLE an unsupported torch imports, the backend inert",
-               run("import torch\nprint('imported')", facts_file(folder, "torch_old_off", torch_range="2.0,2.1"),
-                   enable=False), 0, "imported")
-        expect("inside the range MATEX_ENABLE=1 takes over as before",
-               run("import torch, torch.distributed.distributed_c10d as c\n"
-                   "print('wrapped', getattr(c.init_process_group, '_matex_takeover', False))",
-                   facts_file(folder, "torch_ok")), 0, "wrapped True")
+        checks += [
+            ("torch outside the range: MATEX_ENABLE=1 refuses the gloo group the takeover would serve",
+             run(group.format("gloo"), facts_file(folder, "torch_old", torch_range="2.0,2.1")), 1,
+             ["imported", "PyTorch", "is outside the range this matex supports, 2.0 to below 2.1",
+              "Nothing was patched"]),
+            ("a binding built for another torch release is refused too",
+             run(group.format("gloo"), facts_file(folder, "torch_other", torch_version="2.11.0")), 1,
+             ["binding was built for 2.11.0"]),
+            ("without MATEX_ENABLE an unsupported torch imports, the backend inert",
+             run("import torch\nprint('imported')", facts_file(folder, "torch_old_off", torch_range="2.0,2.1"),
+                 enable=False), 0, ["imported"]),
+            ("inside the range MATEX_ENABLE=1 takes over as before",
+             run("import torch, torch.distributed.distributed_c10d as c\n"
+                 "print('wrapped', getattr(c.init_process_group, '_matex_takeover', False))",
+                 facts_file(folder, "torch_ok")), 0, ["wrapped True"]),
+        ]
+    if FACTS.get("tf") == "ON":  # the refusal names the installed release, which this process reads meanwhile
+        import tensorflow
+        checks[0][3].insert(0, f"TensorFlow {tensorflow.__version__} is outside")
+    for what, case, status, texts in checks:
+        expect(what, case, status, *texts)
 if FAILURES:
     sys.exit(f"FAIL: {len(FAILURES)} case(s)")
 print("PASS: unsupported framework releases are refused at activation, supported ones run")

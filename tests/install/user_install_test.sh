@@ -53,11 +53,22 @@ as_user "$SYSTEM_PYTHON" -m venv "$VENV"
 as_user "$VENV/bin/python" -m pip install -q --no-index --find-links "$WHEELHOUSE" "tensorflow-cpu==2.21.*"
 
 echo "==== pip install $WORK/src (MATEX_WITH_TF=1; offline: the wheelhouse has scikit-build-core)"
+# Under scripts/test.sh (CCACHE_DIR set) the compilers run through its ccache, with the copy's paths made
+# relative (pip's build folder at build/ of the copy, as the test build's is), so that the objects this
+# build shares with the test build come from the cache. The user's environment is otherwise empty.
+pip_env=()
+if [[ -n ${CCACHE_DIR:-} ]]; then
+  for name in CCACHE_DIR CCACHE_UMASK CCACHE_SLOPPINESS CMAKE_C_COMPILER_LAUNCHER CMAKE_CXX_COMPILER_LAUNCHER \
+              CMAKE_CUDA_COMPILER_LAUNCHER CC CXX; do
+    [[ -z ${!name:-} ]] || pip_env+=("$name=${!name}")
+  done
+  pip_env+=(CCACHE_BASEDIR="$WORK/src" SKBUILD_BUILD_DIR=build)
+fi
 started=$(date +%s)
-as_user MATEX_WITH_TF=1 "$VENV/bin/python" -m pip install --no-index --find-links "$WHEELHOUSE" "$WORK/src" \
-  > "$WORK/pip.log" 2>&1 || { tail -60 "$WORK/pip.log"; echo "FAIL: pip install"; exit 1; }
-echo "install (as an unprivileged user, from a clean copy) took $(( $(date +%s) - started )) s" |
-  tee "$BUILD_DIR/install-time-cluster-user.txt"  # scripts/test.sh prints it
+as_user MATEX_WITH_TF=1 "${pip_env[@]}" "$VENV/bin/python" -m pip install --no-index --find-links "$WHEELHOUSE" \
+  "$WORK/src" > "$WORK/pip.log" 2>&1 || { tail -60 "$WORK/pip.log"; echo "FAIL: pip install"; exit 1; }
+echo "install (as an unprivileged user, from a clean copy) took $(( $(date +%s) - started )) s" \
+  "${CCACHE_DIR:+(through ccache)}" | tee "$BUILD_DIR/install-time-cluster-user.txt"  # scripts/test.sh prints it
 
 echo "==== python -m matex doctor"
 cd "$WORK/run"

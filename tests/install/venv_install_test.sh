@@ -34,10 +34,19 @@ rm -rf "$VENV"
 sdist=$(compgen -G "$WORK/dist/matex-*.tar.gz") || { echo "FAIL: no sdist was made"; exit 1; }
 listing=$(tar -tzf "$sdist") || { echo "FAIL: $sdist cannot be read as a gzipped tar"; exit 1; }
 if grep -q '^matex-[^/]*/build/' <<<"$listing"; then echo "FAIL: the sdist holds a build folder"; exit 1; fi
+# Under scripts/test.sh (CCACHE_DIR set) the compilers run through ccache with the paths of the unpacked
+# sdist made relative (its build folder at build/ of it, as the test build's is), so that objects this
+# build shares with the test build come from the cache.
+pip_env=()
+if [[ -n ${CCACHE_DIR:-} ]]; then
+  mkdir -p "$WORK/tmp"
+  pip_env=(TMPDIR="$WORK/tmp" CCACHE_BASEDIR="$WORK/tmp" SKBUILD_BUILD_DIR=build)
+fi
 started=$(date +%s)
-"$VENV/bin/python" -m pip install --no-index --find-links "$WHEELHOUSE" "$sdist" > "$WORK/pip.log" 2>&1 || { tail -60 "$WORK/pip.log"; echo "FAIL: pip install"; exit 1; }
-echo "pip install of $(basename "$sdist") ($(du -k "$sdist" | cut -f1) KiB) took $(( $(date +%s) - started )) s" |
-  tee "$BUILD_DIR/install-time-venv.txt"  # scripts/test.sh prints it
+env "${pip_env[@]}" "$VENV/bin/python" -m pip install --no-index --find-links "$WHEELHOUSE" "$sdist" > "$WORK/pip.log" 2>&1 ||
+  { tail -60 "$WORK/pip.log"; echo "FAIL: pip install"; exit 1; }
+echo "pip install of $(basename "$sdist") ($(du -k "$sdist" | cut -f1) KiB) took $(( $(date +%s) - started )) s" \
+  "${CCACHE_DIR:+(through ccache)}" | tee "$BUILD_DIR/install-time-venv.txt"  # scripts/test.sh prints it
 cd "$WORK"
 "$VENV/bin/python" -m matex doctor
 

@@ -31,28 +31,38 @@ SCRIPT
 expect() {  # expect WHAT LOG PATTERN
   if grep -q -- "$3" "$2"; then echo "ok: $1"; else echo "FAIL: $1: no '$3' in:"; cat "$2"; fails=$((fails + 1)); fi
 }
+# The configure steps do not depend on each other (each has its folder and log): they run side by side,
+# and each leaves its exit status in NAME.status. configured NAME: that status was 0.
+real=$("$python" -c "import torch; print(torch.__version__)")
 for version in 2.10.0 2.16.0; do
-  if configure "auto-$version" "$version+fake" auto; then
+  (configure "auto-$version" "$version+fake" auto; echo $? > "$work/auto-$version.status") &
+  (configure "on-$version" "$version+fake" 1; echo $? > "$work/on-$version.status") &
+done
+(configure misspelled "2.15.0+fake" maybe; echo $? > "$work/misspelled.status") &
+(configure real "$real" AUTO; echo $? > "$work/real.status") &
+wait
+configured() { [[ $(cat "$work/$1.status" 2>/dev/null) == 0 ]]; }
+for version in 2.10.0 2.16.0; do
+  if configured "auto-$version"; then
     expect "AUTO skips torch $version" "$work/auto-$version.log" \
       "Skipping the PyTorch binding: PyTorch $version+fake .* is outside the supported range, 2.11 to below 2.16"
     expect "AUTO builds without torch $version" "$work/auto-$version.log" "Torch=OFF"
   else
     echo "FAIL: the configure step failed under auto with torch $version:"; cat "$work/auto-$version.log"; fails=$((fails + 1))
   fi
-  if configure "on-$version" "$version+fake" 1; then
+  if configured "on-$version"; then
     echo "FAIL: MATEX_WITH_TORCH=1 accepted torch $version"; fails=$((fails + 1))
   else
     expect "1 refuses torch $version" "$work/on-$version.log" "MATEX_WITH_TORCH=1 but PyTorch $version+fake"
   fi
 done
 # A spelling the switch does not know stops the configure step, naming it.
-if configure misspelled "2.15.0+fake" maybe; then
+if configured misspelled; then
   echo "FAIL: MATEX_WITH_TORCH=maybe was accepted"; fails=$((fails + 1))
 else
   expect "maybe is refused" "$work/misspelled.log" "MATEX_WITH_TORCH=maybe: use 1"
 fi
-real=$("$python" -c "import torch; print(torch.__version__)")
-if configure real "$real" AUTO; then
+if configured real; then
   expect "AUTO builds against torch $real" "$work/real.log" "Torch=ON"
 else
   echo "FAIL: the configure step failed with torch $real:"; cat "$work/real.log"; fails=$((fails + 1))
