@@ -7,7 +7,7 @@ MATEX_APT_PACKAGES=(cmake g++ make pkg-config openmpi-bin libopenmpi-dev libhwlo
                     googletest libgtest-dev libbenchmark-dev python3 python3-pip python3-venv
                     gfortran  # the interposer's Fortran tests (tests/interposer)
                     nlohmann-json3-dev  # torch's flight-recorder header needs it (torch_integration)
-                    ninja-build ccache)  # scripts/test.sh: its build and the install tests' pip builds share objects
+                    ccache)  # scripts/test.sh: its build and the install tests' pip builds share objects
 
 missing=()
 for package in "${MATEX_APT_PACKAGES[@]}"; do

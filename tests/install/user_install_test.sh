@@ -59,7 +59,7 @@ echo "==== pip install $WORK/src (MATEX_WITH_TF=1; offline: the wheelhouse has s
 pip_env=()
 if [[ -n ${CCACHE_DIR:-} ]]; then
   for name in CCACHE_DIR CCACHE_UMASK CCACHE_SLOPPINESS CMAKE_C_COMPILER_LAUNCHER CMAKE_CXX_COMPILER_LAUNCHER \
-              CMAKE_CUDA_COMPILER_LAUNCHER CC CXX; do
+              CMAKE_CUDA_COMPILER_LAUNCHER CC CXX CMAKE_GENERATOR CMAKE_BUILD_PARALLEL_LEVEL; do
     [[ -z ${!name:-} ]] || pip_env+=("$name=${!name}")
   done
   pip_env+=(CCACHE_BASEDIR="$WORK/src" SKBUILD_BUILD_DIR=build)
