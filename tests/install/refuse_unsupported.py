@@ -24,40 +24,30 @@ def facts_file(folder, name, **changes):
     return path
 
 
-class Case:
-    """One fresh process, started at once: every case imports a framework (seconds of CPU each), and the
-    cases do not depend on each other, so they run side by side; expect() waits for its own."""
-
-    def __init__(self, code, facts, enable=True):
-        env = dict(os.environ, MATEX_FACTS=facts)
-        env.pop("PYTHONPATH", None)
-        if enable:
-            env["MATEX_ENABLE"] = "1"
-        else:
-            env.pop("MATEX_ENABLE", None)
-        prelude = "import os, matex._build as b; b._FILE = os.environ['MATEX_FACTS']\n"
-        self.process = subprocess.Popen([sys.executable, "-c", prelude + code], env=env, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, text=True)
-
-    def finish(self):
-        try:
-            output, _ = self.process.communicate(timeout=300)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            output = self.process.communicate()[0] + "\n(killed after 300 s)"
-        return self.process.returncode, output
-
-
 def run(code, facts, enable=True):
-    return Case(code, facts, enable)
+    """Starts one fresh process and returns it: every case imports a framework (seconds of CPU each), and
+    the cases do not depend on each other, so they run side by side; expect() waits for each."""
+    env = dict(os.environ, MATEX_FACTS=facts)
+    env.pop("PYTHONPATH", None)
+    if enable:
+        env["MATEX_ENABLE"] = "1"
+    else:
+        env.pop("MATEX_ENABLE", None)
+    prelude = "import os, matex._build as b; b._FILE = os.environ['MATEX_FACTS']\n"
+    return subprocess.Popen([sys.executable, "-c", prelude + code], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
 
 
-def expect(what, case, status, *texts):
-    returncode, output = case.finish()
-    ok = returncode == status and all(text in output for text in texts)
+def expect(what, process, status, *texts):
+    try:
+        output, _ = process.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output = process.communicate()[0] + "\n(killed after 300 s)"
+    ok = process.returncode == status and all(text in output for text in texts)
     print(("ok: " if ok else "FAIL: ") + what)
     if not ok:
-        print(f"  status {returncode} (wanted {status}); wanted {texts} in:\n{output[-3000:]}")
+        print(f"  status {process.returncode} (wanted {status}); wanted {texts} in:\n{output[-3000:]}")
         FAILURES.append(what)
 
 
@@ -68,12 +58,12 @@ from matex import _activation, _runtime
 print("active", _activation.active(), "mpi", _runtime.is_initialized())
 """
 with tempfile.TemporaryDirectory() as folder:
-    checks = []  # (what, case, status, texts): every case starts here, and is judged below
+    checks = []  # (what, process, status, texts): every process starts here, and is judged below
+    tf_old_texts = ["is outside the range this matex supports, 2.0 to below 2.1", "Nothing was patched"]
     if FACTS.get("tf") == "ON":
         checks += [
             ("TensorFlow outside the range stops the job, names both, patches nothing",
-             run(TF_PROBE, facts_file(folder, "tf_old", tf_range="2.0,2.1")), 1,
-             ["is outside the range this matex supports, 2.0 to below 2.1", "Nothing was patched"]),
+             run(TF_PROBE, facts_file(folder, "tf_old", tf_range="2.0,2.1")), 1, tf_old_texts),
             ("Keras outside the range stops the job",
              run(TF_PROBE, facts_file(folder, "keras_new", keras_range="9.0,9.1")), 1,
              ["Keras", "is outside the range this matex supports, 9.0 to below 9.1"]),
@@ -108,9 +98,9 @@ with tempfile.TemporaryDirectory() as folder:
         ]
     if FACTS.get("tf") == "ON":  # the refusal names the installed release, which this process reads meanwhile
         import tensorflow
-        checks[0][3].insert(0, f"TensorFlow {tensorflow.__version__} is outside")
-    for what, case, status, texts in checks:
-        expect(what, case, status, *texts)
+        tf_old_texts.insert(0, f"TensorFlow {tensorflow.__version__} is outside")
+    for what, process, status, texts in checks:
+        expect(what, process, status, *texts)
 if FAILURES:
     sys.exit(f"FAIL: {len(FAILURES)} case(s)")
 print("PASS: unsupported framework releases are refused at activation, supported ones run")

@@ -14,7 +14,7 @@ trap 'rm -rf "$work"' EXIT
 fails=0
 configure() {  # configure NAME VERSION WITH_TORCH -> output in $work/NAME.log, status returned
   local name=$1 version=$2 with=$3
-  local fake="$work/python-$version"
+  local fake="$work/python-$name"  # one per step: steps of one version run at the same time
   cat > "$fake" <<SCRIPT
 #!/usr/bin/env bash
 # $python, except that cmake/MatexTorch.cmake's probe reads torch $version
@@ -31,17 +31,19 @@ SCRIPT
 expect() {  # expect WHAT LOG PATTERN
   if grep -q -- "$3" "$2"; then echo "ok: $1"; else echo "FAIL: $1: no '$3' in:"; cat "$2"; fails=$((fails + 1)); fi
 }
-# The configure steps do not depend on each other (each has its folder and log): they run side by side,
-# and each leaves its exit status in NAME.status. configured NAME: that status was 0.
+# The configure steps do not depend on each other (each has its folder, fake Python and log): they run
+# side by side. start NAME VERSION WITH_TORCH: one in the background, leaving its exit status in
+# NAME.status; configured NAME: that status was 0.
+start() { (configure "$@"; echo $? > "$work/$1.status") & }
+configured() { [[ $(cat "$work/$1.status" 2>/dev/null) == 0 ]]; }
 real=$("$python" -c "import torch; print(torch.__version__)")
 for version in 2.10.0 2.16.0; do
-  (configure "auto-$version" "$version+fake" auto; echo $? > "$work/auto-$version.status") &
-  (configure "on-$version" "$version+fake" 1; echo $? > "$work/on-$version.status") &
+  start "auto-$version" "$version+fake" auto
+  start "on-$version" "$version+fake" 1
 done
-(configure misspelled "2.15.0+fake" maybe; echo $? > "$work/misspelled.status") &
-(configure real "$real" AUTO; echo $? > "$work/real.status") &
+start misspelled "2.15.0+fake" maybe
+start real "$real" AUTO
 wait
-configured() { [[ $(cat "$work/$1.status" 2>/dev/null) == 0 ]]; }
 for version in 2.10.0 2.16.0; do
   if configured "auto-$version"; then
     expect "AUTO skips torch $version" "$work/auto-$version.log" \
