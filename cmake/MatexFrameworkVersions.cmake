@@ -4,9 +4,9 @@
 # into the package's build facts (matex/_build_info.json), where MATEX_ENABLE=1
 # checks the running versions before it patches anything.
 # Each range is MIN <= version < BELOW, on the release numbers (2.15.0+cu132 is 2.15.0).
-set(MATEX_TF_MIN_VERSION 2.21)
+set(MATEX_TF_MIN_VERSION 2.16)
 set(MATEX_TF_BELOW_VERSION 2.22)
-set(MATEX_KERAS_MIN_VERSION 3.13)
+set(MATEX_KERAS_MIN_VERSION 3.0)
 set(MATEX_KERAS_BELOW_VERSION 3.16)
 set(MATEX_TORCH_MIN_VERSION 2.11)
 set(MATEX_TORCH_BELOW_VERSION 2.16)

@@ -1,26 +1,34 @@
 #!/usr/bin/env bash
 # scripts/compat.sh REQUIREMENT... - does matex build, and pass its framework
 # tests, against these framework releases? Each REQUIREMENT is a pip
-# requirement of one framework: torch==2.11.0, tensorflow-cpu==2.21.0,
-# keras==3.14.0 (with the environment's TensorFlow release pinned by
-# MATEX_COMPAT_TF, default tensorflow-cpu==2.21.*). For each, in a fresh
-# virtual environment build/compat/<requirement>/venv:
+# requirement of one framework (torch==2.11.0, tensorflow-cpu==2.21.0,
+# keras==3.14.0; a lone keras gets the TensorFlow release of MATEX_COMPAT_TF,
+# default tensorflow-cpu==2.21.*), or several joined by '+' that install
+# together: tensorflow-cpu==2.16.2+keras==3.0.5+tf-keras==2.16.0. For each,
+# in a fresh virtual environment build/compat/<requirement>/venv:
 #   1. the framework: torch as scripts/setup.sh installs it (the wheel, its
 #      pure-Python dependencies and the four NVIDIA libraries its import links,
 #      at the versions its metadata pins), TensorFlow and Keras with theirs;
 #   2. pip install of the repository with that binding required
 #      (MATEX_WITH_TORCH=1 or MATEX_WITH_TF=1; a release outside the declared
 #      range must instead be skipped with the reason, and MATEX_ENABLE=1 must
-#      refuse it: reported as "refused, as declared");
+#      refuse it: reported as "refused, as declared"), through ccache when
+#      there is one (CCACHE_DIR, default build/compat/ccache);
 #   3. python -m matex doctor;
 #   4. torch: tests/torch/collectives.py and ddp_exact.py on 2 ranks and on 4
 #      in virtual nodes 2,2, and examples/torch_ddp_tutorial.py with
 #      MATEX_ENABLE=1 against the plain script (tests/torch/compare_plain.py);
-#      TensorFlow/Keras: tests/tf/test_tf_ops.py on 2 ranks, and
-#      examples/keras_fit_numpy.py and custom_loop.py under matex.verify -np 2.
+#      TensorFlow/Keras 3: tests/tf/test_tf_ops.py on 2 ranks, the examples
+#      keras_fit_numpy.py, keras_fit_tfdata.py and custom_loop.py and the test
+#      lazy_model_positional.py under matex.verify -np 2, and Horovod's API (MATEX_HOROVOD=1) with
+#      tests/horovod/tf_api.py and keras_mnist.py on 2 ranks; and where tf_keras
+#      is installed, with TF_USE_LEGACY_KERAS=1: tests/tf/tf_keras_fit.py under
+#      matex.verify -np 2 and tests/horovod/tf_keras_api.py on 2 ranks.
 # Logs stay in build/compat/<requirement>/; the rows go to build/compat/matrix.md
-# (the table of docs/compatibility.md). Needs the network (PyPI), MPI and a
-# compiler, not root. Exit status: the number of requirements that failed.
+# (the table of docs/compatibility.md), with the largest relative difference
+# matex.verify measured against the plain single-process run (Keras 3;
+# tf_keras). Needs the network (PyPI), MPI and a compiler, not root. Exit
+# status: the number of requirements that failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [[ $# -gt 0 ]] || { sed -n '2,/^set -uo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 2; }
@@ -31,6 +39,13 @@ TF_PIN=${MATEX_COMPAT_TF:-tensorflow-cpu==2.21.*}
 REPO=$PWD
 mkdir -p build/compat
 MATRIX=build/compat/matrix.md
+if command -v ccache > /dev/null; then  # each row's pip build compiles the same library: once is enough
+  export CCACHE_DIR=${CCACHE_DIR:-$REPO/build/compat/ccache} CCACHE_BASEDIR=$REPO
+  export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_CUDA_COMPILER_LAUNCHER=ccache
+  export CC=${CC:-gcc} CXX=${CXX:-g++} CMAKE_GENERATOR="Unix Makefiles"
+  export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
+fi
 failures=0
 
 lean_torch() {  # the torch wheel and only what `import torch` needs on a machine without a GPU
@@ -80,6 +95,7 @@ for requirement in "$@"; do
   rm -rf "$dir"; mkdir -p "$dir"
   venv=$REPO/$dir/venv
   log=$REPO/$dir/log.txt
+  IFS=+ read -r -a requirements <<<"$requirement"
   case $requirement in
     torch*) framework=torch; switch=MATEX_WITH_TORCH ;;
     tensorflow*|tf-nightly*) framework=tf; switch=MATEX_WITH_TF ;;
@@ -95,22 +111,44 @@ for requirement in "$@"; do
     if "$@" >> "$log" 2>&1; then steps+=("$label ok"); return 0; fi
     steps+=("$label FAIL"); verdict=FAIL; return 1
   }
+  declare -A largest=()  # flavour (keras3, tf_keras) -> the largest difference matex.verify reported
+  verify_step() {  # verify_step NAME FLAVOUR SCRIPT: matex.verify -np 2, noting its largest difference
+    local label=$1 flavour=$2 script=$3 before figure
+    local legacy=()
+    [[ $flavour == tf_keras ]] && legacy=(TF_USE_LEGACY_KERAS=1)
+    before=$(wc -l < "$log")
+    step "$label" env "${legacy[@]}" "$venv/bin/python" -m matex.verify -np 2 "$script"
+    figure=$(tail -n +$((before + 1)) "$log" | grep -o 'largest relative difference:\{0,1\} [0-9.e+-]*' |
+             awk '{print $NF}' | sort -g | tail -1)
+    if [[ -n $figure ]] && awk -v a="$figure" -v b="${largest[$flavour]:-0}" 'BEGIN { exit !(a > b) }'; then
+      largest[$flavour]=$figure
+    fi
+  }
+  horovod_step() {  # horovod_step NAME SCRIPT [VAR=value...]: tests/horovod/SCRIPT.py on 2 ranks
+    local label=$1 script=$2; shift 2
+    mkdir -p "$REPO/$dir/$script.out"
+    step "$label" env MATEX_HOROVOD=1 OMP_NUM_THREADS=1 PYTHONPATH="$REPO/tests/horovod" "$@" \
+      mpirun -np 2 --bind-to none "$venv/bin/python" "$REPO/tests/horovod/$script.py" "$REPO/$dir/$script.out"
+  }
   "$PYTHON" -m venv "$venv" >> "$log" 2>&1
   case $framework in
     torch) step "install torch" lean_torch "$venv" "$requirement" ;;
-    tf) step "install" "$venv/bin/python" -m pip install -q "$requirement" ;;
-    keras) step "install" "$venv/bin/python" -m pip install -q "$TF_PIN" && step "install keras" "$venv/bin/python" -m pip install -q "$requirement" ;;
+    tf) step "install" "$venv/bin/python" -m pip install -q "${requirements[@]}" ;;
+    keras) step "install" "$venv/bin/python" -m pip install -q "$TF_PIN" &&
+           step "install keras" "$venv/bin/python" -m pip install -q "${requirements[@]}" ;;
   esac
   versions=$("$venv/bin/python" -c 'import importlib.metadata as m
 out = []
-for d in ("torch", "tensorflow-cpu", "tensorflow", "keras"):
+for d in ("torch", "tensorflow-cpu", "tensorflow", "tf-nightly-cpu", "keras", "tf-keras"):
     try: out.append(f"{d} {m.version(d)}")
     except m.PackageNotFoundError: pass
 print(", ".join(out))' 2>/dev/null)
   started=$SECONDS
   if [[ $verdict == PASS ]]; then
-    if env "$switch=1" "$venv/bin/python" -m pip install -v "$REPO" > "$dir/pip.log" 2>&1; then
-      steps+=("pip install ok ($((SECONDS - started)) s)")
+    if env "$switch=1" SKBUILD_BUILD_DIR="$REPO/$dir/build" "$venv/bin/python" -m pip install -v "$REPO" \
+        > "$dir/pip.log" 2>&1; then
+      steps+=("pip install ok ($((SECONDS - started)) s$(grep -q 'XLA lowerings not built' "$dir/pip.log" &&
+                                                          echo ', without XLA lowerings'))")
     elif grep -q "is outside the supported range" <<<"$(tr -s '\n ' '  ' < "$dir/pip.log")"; then
       # Outside the declared range: the install must skip it saying why, and MATEX_ENABLE=1 must refuse it.
       # (CMake wraps the message's lines: read the log as one line.)
@@ -154,16 +192,29 @@ d.init_process_group("gloo", rank=0, world_size=1, store=d.HashStore())')
         "$REPO/examples/torch_ddp_tutorial.py"
     else
       step "tf ops np2" mpirun -np 2 "$venv/bin/python" "$REPO/tests/tf/test_tf_ops.py"
-      for example in keras_fit_numpy custom_loop; do
-        step "$example verify np2" "$venv/bin/python" -m matex.verify -np 2 "$REPO/examples/$example.py"
+      for example in keras_fit_numpy keras_fit_tfdata custom_loop; do
+        verify_step "$example verify np2" keras3 "$REPO/examples/$example.py"
       done
+      # A model that builds in its first step: where Keras releases differ most (docs/compatibility.md).
+      verify_step "lazy_model_positional verify np2" keras3 "$REPO/tests/tf/lazy_model_positional.py"
+      for script in tf_api keras_mnist; do
+        horovod_step "horovod $script np2" "$script"
+      done
+      if "$venv/bin/python" -c 'import tf_keras' > /dev/null 2>&1; then
+        verify_step "tf_keras: tf_keras_fit verify np2" tf_keras "$REPO/tests/tf/tf_keras_fit.py"
+        horovod_step "tf_keras: horovod tf_keras_api np2" tf_keras_api TF_USE_LEGACY_KERAS=1
+      fi
     fi
     cd "$REPO"
   fi
   [[ $verdict == FAIL ]] && failures=$((failures + 1))
   summary=$(IFS=';'; echo "${steps[*]}" | sed 's/;/; /g')
   echo "$verdict: $summary"
-  printf '| %s | %s | %s | %s | %s |\n' "$(date -u +%Y-%m-%d)" "$requirement" "${versions:-?}" "$verdict" "$summary" >> "$MATRIX"
+  differences=""
+  [[ -n ${largest[keras3]:-} ]] && differences="Keras 3: ${largest[keras3]}"
+  [[ -n ${largest[tf_keras]:-} ]] && differences="${differences:+$differences; }tf_keras: ${largest[tf_keras]}"
+  printf '| %s | %s | %s | %s | %s | %s |\n' "$(date -u +%Y-%m-%d)" "$requirement" "${versions:-?}" "$verdict" \
+    "${differences:--}" "$summary" >> "$MATRIX"
 done
 echo "rows appended to $MATRIX"
 exit "$failures"

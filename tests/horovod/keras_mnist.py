@@ -31,7 +31,8 @@ keras.utils.set_random_seed(1234 + hvd.rank())  # each rank starts from other we
 
 batch_size, epochs, warmup_epochs, base_lr, momentum = 16, 3, 2, 0.02, 0.9
 images, labels = synthetic_mnist(512)
-dataset = tf.data.Dataset.from_tensor_slices((images, labels)).shard(hvd.size(), hvd.rank()).batch(batch_size)
+dataset = (tf.data.Dataset.from_tensor_slices((images, labels)).shard(hvd.size(), hvd.rank()).batch(batch_size)
+           .repeat())  # as Horovod's example; every epoch a full pass of the shard (steps_per_epoch below)
 steps_per_epoch = len(images) // hvd.size() // batch_size
 
 

@@ -24,7 +24,7 @@
 #include "tensorflow/core/framework/kernel_def_builder.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/resource_mgr.h"
-#include "xla/hlo/builder/xla_builder.h"
+#include "tf_compat.h"
 #include "xla/shape_util.h"
 #include "xla_call_plan.h"
 

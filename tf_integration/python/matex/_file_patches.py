@@ -50,7 +50,7 @@ import tempfile
 
 import tensorflow as tf
 
-from . import _collectives, _runtime, _scope
+from . import _collectives, _keras_compat, _runtime, _scope
 from ._patching import patch_everywhere, rebind
 
 _STAGING = ".matex-partial-"
@@ -251,19 +251,20 @@ def _keeps_prompt(filepath, overwrite):
     return not overwrite and _stageable(filepath) and os.path.exists(filepath)
 
 
-def _make_save_model(original):
-    def save_model(model, filepath, overwrite=True, zipped=None, **kwargs):
-        return rank0_writes("the model", filepath, lambda p: original(model, p, overwrite, zipped, **kwargs),
-                            staged=not _keeps_prompt(filepath, overwrite))
-    return save_model
+def _make_keras_writer(what):
+    """save_model or save_weights of Keras 3, as a function of the model or
+    a method (Keras 3.0 has no saving_api.save_weights); their other
+    arguments differ between releases and pass through as given."""
+    def make(original):
+        import inspect
+        signature = inspect.signature(original)
 
-
-def _make_save_weights(original):
-    def save_weights(model, filepath, overwrite=True, max_shard_size=None, **kwargs):
-        return rank0_writes("the weights", filepath,
-                            lambda p: original(model, p, overwrite, max_shard_size, **kwargs),
-                            staged=not _keeps_prompt(filepath, overwrite))
-    return save_weights
+        def writer(model, filepath, *args, **kwargs):
+            overwrite = signature.bind(model, filepath, *args, **kwargs).arguments.get("overwrite", True)
+            return rank0_writes(what, filepath, lambda p: original(model, p, *args, **kwargs),
+                                staged=not _keeps_prompt(filepath, overwrite))
+        return writer
+    return make
 
 
 def _make_export(original):
@@ -419,7 +420,7 @@ def apply_tf_keras(patch):
 
 def apply_all(patch):
     import keras
-    from keras.src.callbacks import backup_and_restore, model_checkpoint
+    from keras.src.callbacks import model_checkpoint
     from keras.src.saving import saving_api
     from keras.src.utils import file_utils
     from tensorflow.python.checkpoint import checkpoint as checkpoint_module
@@ -428,9 +429,11 @@ def apply_all(patch):
     from tensorflow.python.ops import summary_ops_v2
     from tensorflow.python.saved_model import save as saved_model_save
 
+    backup_and_restore = _keras_compat.backup_and_restore_module()
     replaced = {}
-    patch_everywhere(patch, saving_api, "save_model", _make_save_model, replaced)
-    patch_everywhere(patch, saving_api, "save_weights", _make_save_weights, replaced)
+    patch_everywhere(patch, saving_api, "save_model", _make_keras_writer("the model"), replaced)
+    patch_everywhere(patch, _keras_compat.save_weights_owner(), "save_weights", _make_keras_writer("the weights"),
+                     replaced)
     patch(keras.Model, "export", _make_export)
     patch(backup_and_restore.BackupAndRestore, "_save_model", _make_backup)
     patch(backup_and_restore.BackupAndRestore, "on_train_end", _make_backup)

@@ -33,8 +33,9 @@ import weakref
 import keras
 import tensorflow as tf
 
-from . import (_batch_layout, _collectives, _file_patches, _gradients, _input_sharding, _layer_patches, _loop_iterator, _loss_patches,
-               _metric_patches, _runtime, _same_data, _scope, _variable_sync)
+from . import (_batch_layout, _collectives, _file_patches, _gradients, _input_sharding, _keras_compat,
+               _layer_patches, _loop_iterator, _loss_patches, _metric_patches, _runtime, _same_data, _scope,
+               _variable_sync)
 from ._patching import arguments_as_keywords
 from ._patching import patch as _patch
 from ._patching import patch_methods
@@ -320,14 +321,24 @@ def _make_maybe_symbolic_build(original):
             for _, _, batches in iterator:
                 data_batch = next(batches)
                 break
-        if type(self).call is keras.Model.call:
-            return  # no call() of its own (a model whose train_step calls sub-models): it builds in its first step
-        self._symbolic_build(data_batch=data_batch)
+        _build_before_first_step(self, data_batch)
     return _maybe_symbolic_build
+
+
+def _build_before_first_step(model, data_batch):
+    """Builds an unbuilt model from a batch, or from the batch's tf.TypeSpecs
+    (all that Keras reads of it), before fit's first step."""
+    if type(model).call is keras.Model.call:
+        return  # no call() of its own (a model whose train_step calls sub-models): it builds in its first step
+    model._symbolic_build(data_batch=data_batch)
 
 
 def _make_make_train_function(original):
     def make_train_function(self, force=False):
+        if not self.built and _flag("sharding") and not _model_has_strategy(self):
+            batch_spec = _keras_compat.batch_spec_of_fit()  # Keras before 3.5: what _maybe_symbolic_build does
+            if batch_spec is not None:
+                _build_before_first_step(self, batch_spec)
         if not getattr(self, "_matex_synced", False) and self.built and not _model_has_strategy(self):
             # A model built before fit (an Input layer, or a call) is synced here; one that
             # builds lazily in its first step is synced by the optimizer's first update.
@@ -386,8 +397,11 @@ def apply_all():
     patch_methods(_patch, tf_trainer.TensorFlowTrainer, {
         "train_step": _make_keras_step, "test_step": _make_keras_step, "fit": _make_fit,
         "evaluate": _make_evaluate, "predict": _make_predict, "predict_step": _make_predict_step,
-        "make_train_function": _make_make_train_function, "make_test_function": _make_make_test_function,
-        "_maybe_symbolic_build": _make_maybe_symbolic_build})
+        "make_train_function": _make_make_train_function, "make_test_function": _make_make_test_function})
+    if _keras_compat.builds_before_first_step(tf_trainer.TensorFlowTrainer):
+        _patch(tf_trainer.TensorFlowTrainer, "_maybe_symbolic_build", _make_maybe_symbolic_build)
+    else:
+        _keras_compat.note_epoch_iterators(_patch, tf_trainer)
     _patch(data_adapters, "get_data_adapter", _make_get_data_adapter)
     patch_methods(_patch, base_trainer.Trainer, {"get_metrics_result": _make_get_metrics_result,
                                                  "compile": _make_compile})

@@ -225,13 +225,13 @@ def _make_not_exact(original, name):
 
 
 def apply_all(patch):
+    from . import _keras_compat
     try:
-        from keras.src.backend.common import variables
-        from keras.src.backend.tensorflow import core
+        owners = _keras_compat.variable_classes()  # the TensorFlow backend's overrides the common one
     except ImportError:
         pass  # no Keras 3
     else:
-        for owner in (variables.Variable, core.Variable):  # the TensorFlow backend's overrides the common one
+        for owner in owners:
             if "_initialize_with_initializer" in owner.__dict__:
                 patch(owner, "_initialize_with_initializer", _scope.while_set("initializing"))
     from tensorflow.python.ops import (gen_random_ops, gen_stateful_random_ops, gen_stateless_random_ops,
