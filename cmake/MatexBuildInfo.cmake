@@ -17,14 +17,14 @@ function(matex_write_build_info path)
   string(REPLACE ";" ":" mpi_libraries "${MPI_C_LIBRARIES}")
   set(names version mpi_c_compiler mpi_libraries mpi_version hwloc hwloc_version cuda cuda_version
             nccl_include_dir tf tf_version keras_version tf_why torch torch_version torch_why python
-            tf_range keras_range torch_range)
+            tf_range keras_range torch_range tf_xla)
   set(values "${PROJECT_VERSION}" "${MPI_C_COMPILER}" "${mpi_libraries}" "${MPI_C_VERSION}" "${MATEX_HAVE_HWLOC}"
              "${MATEX_HWLOC_VERSION}" "${MATEX_HAVE_CUDA}" "${CUDAToolkit_VERSION}" "${MATEX_NCCL_INCLUDE_DIR}"
              "${MATEX_HAVE_TF}" "${MATEX_TF_VERSION}" "${MATEX_KERAS_VERSION}" "${MATEX_TF_WHY}"
              "${MATEX_HAVE_TORCH}" "${MATEX_TORCH_VERSION}" "${MATEX_TORCH_WHY}" "${Python3_EXECUTABLE}"
              "${MATEX_TF_MIN_VERSION},${MATEX_TF_BELOW_VERSION}"
              "${MATEX_KERAS_MIN_VERSION},${MATEX_KERAS_BELOW_VERSION}"
-             "${MATEX_TORCH_MIN_VERSION},${MATEX_TORCH_BELOW_VERSION}")
+             "${MATEX_TORCH_MIN_VERSION},${MATEX_TORCH_BELOW_VERSION}" "${MATEX_TF_XLA_STATE}")
   set(text "{\n")
   list(LENGTH names count)
   math(EXPR last "${count} - 1")

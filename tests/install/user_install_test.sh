@@ -7,7 +7,8 @@
 # has. Then, as that user, from outside the repository:
 #   1. pip install from a clean copy of the repository (the files git knows:
 #      nothing built, no build folder), with MATEX_WITH_TF=1, timed;
-#   2. python -m matex doctor must find no problem and name the binding;
+#   2. python -m matex doctor must find no problem and name the binding and
+#      its XLA lowerings (built: the wheel ships their headers);
 #   3. examples/keras_fit_numpy.py trains under python -m matex.verify -np 2,
 #      against the plain script on one process;
 #   4. a C program builds against the installed package with pkg-config and
@@ -74,6 +75,8 @@ echo "==== python -m matex doctor"
 cd "$WORK/run"
 as_user "$VENV/bin/python" -m matex doctor | tee "$WORK/doctor.txt"
 grep -q "binding built for 2.21" "$WORK/doctor.txt" || { echo "FAIL: doctor names no TensorFlow binding"; exit 1; }
+grep -q "XLA lowerings *built (jit_compile" "$WORK/doctor.txt" ||
+  { echo "FAIL: doctor does not say that the XLA lowerings were built (TensorFlow 2.21 ships their headers)"; exit 1; }
 for tool in matexrun matex-topo matex-bench matex-tune; do
   [[ -x $VENV/bin/$tool ]] || { echo "FAIL: the entry point $tool is missing"; exit 1; }
 done

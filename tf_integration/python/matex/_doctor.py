@@ -127,6 +127,10 @@ def _framework(report, info, label, key, module, binding_built):
 
 def _frameworks(report, info):
     _framework(report, info, "TensorFlow", "tf", "tensorflow", os.path.exists(_libraries.OPS_LIBRARY))
+    xla = info.get("tf_xla")
+    if xla:
+        report.line("XLA lowerings", "built (jit_compile keeps matex's ops)" if xla == "built" else
+                    f"{xla}; a jit-compiled function that holds matex's ops runs without XLA")
     keras = _installed_version("keras")
     if keras is not None:
         why = _build.problem("keras", keras, info)

@@ -10,7 +10,7 @@ import weakref
 
 def backup_and_restore_module():
     """The module of keras.callbacks.BackupAndRestore: backup_and_restore
-    since Keras 3.1 or so, backup_and_restore_callback in 3.0."""
+    since Keras 3.1, backup_and_restore_callback in 3.0."""
     try:
         from keras.src.callbacks import backup_and_restore
     except ImportError:
@@ -19,8 +19,8 @@ def backup_and_restore_module():
 
 
 def variable_classes():
-    """Keras's backend-independent variable class (Variable since Keras 3.7 or
-    so, KerasVariable before) and the TensorFlow backend's, which overrides it."""
+    """Keras's backend-independent variable class (Variable since Keras 3.7,
+    KerasVariable before) and the TensorFlow backend's, which overrides it."""
     from keras.src.backend.common import variables
     from keras.src.backend.tensorflow import core
     common = getattr(variables, "Variable", None) or variables.KerasVariable
@@ -63,7 +63,8 @@ def batch_spec_of_fit():
 
 def save_weights_owner():
     """Where save_weights lives: keras.src.saving.saving_api, which
-    Model.save_weights calls, or in Keras 3.0 only the Model method."""
+    Model.save_weights calls since Keras 3.2, or before that the Model
+    method itself."""
     from keras.src.saving import saving_api
     if hasattr(saving_api, "save_weights"):
         return saving_api
