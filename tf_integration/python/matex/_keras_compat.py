@@ -35,15 +35,27 @@ def builds_before_first_step(trainer_class):
     return hasattr(trainer_class, "_maybe_symbolic_build")
 
 
+def batch_to_build_from(epoch_iterator):
+    """What fit's epoch iterator offers to build a model from: its first
+    batch where the iterator yields (begin, end, batches) itself (Keras 3.7
+    on; fit starts its epochs afresh after building), otherwise the batches'
+    tf.TypeSpecs: shapes and dtypes are all that building reads, and taking
+    them takes nothing from the iterator."""
+    if hasattr(type(epoch_iterator), "__iter__"):
+        for _, _, batches in epoch_iterator:
+            return next(batches)
+    dataset = getattr(epoch_iterator, "_distributed_dataset", None)
+    return getattr(dataset, "element_spec", None)
+
+
 _fit_iterators = threading.local()
 
 
 def note_epoch_iterators(patch, tf_trainer):
     """Keras before 3.5: fit makes its TFEpochIterator and then its train
     function, with no build between them. Each thread's latest iterator is
-    noted, so that make_train_function can build the model from its batches'
-    type specs (batch_spec_of_fit) as later releases' fit does from a batch;
-    reading the specs takes nothing from the iterator."""
+    noted, so that make_train_function can build the model from it
+    (batch_of_fit) as later releases' fit does."""
     def make(original):
         def __init__(self, *args, **kwargs):
             original(self, *args, **kwargs)
@@ -52,13 +64,12 @@ def note_epoch_iterators(patch, tf_trainer):
     patch(tf_trainer.TFEpochIterator, "__init__", make)
 
 
-def batch_spec_of_fit():
-    """The tf.TypeSpecs of a batch of the epoch iterator this thread made
-    last (note_epoch_iterators), or None (Keras 3.5 and later, or none made)."""
+def batch_of_fit():
+    """batch_to_build_from() the epoch iterator this thread made last
+    (note_epoch_iterators), or None (Keras 3.5 and later, or none made)."""
     noted = getattr(_fit_iterators, "latest", None)
     iterator = noted() if noted is not None else None
-    dataset = getattr(iterator, "_distributed_dataset", None)
-    return getattr(dataset, "element_spec", None)
+    return batch_to_build_from(iterator) if iterator is not None else None
 
 
 def save_weights_owner():

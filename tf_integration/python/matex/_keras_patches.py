@@ -315,19 +315,16 @@ def _make_maybe_symbolic_build(original):
         if self.built or not _flag("sharding") or (iterator is None and data_batch is None):
             return
         # Keras defers building to the first traced step without a strategy; matex builds now,
-        # from one batch (fit resets the iterator afterwards), so rank 0's variables can be
-        # broadcast before any step.
+        # so rank 0's variables can be broadcast before any step.
         if data_batch is None:
-            for _, _, batches in iterator:
-                data_batch = next(batches)
-                break
+            data_batch = _keras_compat.batch_to_build_from(iterator)
         _build_before_first_step(self, data_batch)
     return _maybe_symbolic_build
 
 
 def _build_before_first_step(model, data_batch):
-    """Builds an unbuilt model from a batch, or from the batch's tf.TypeSpecs
-    (all that Keras reads of it), before fit's first step."""
+    """Builds an unbuilt model from a batch, or from its tf.TypeSpecs (all
+    that Keras reads of it), before fit's first step."""
     if type(model).call is keras.Model.call:
         return  # no call() of its own (a model whose train_step calls sub-models): it builds in its first step
     model._symbolic_build(data_batch=data_batch)
@@ -336,9 +333,9 @@ def _build_before_first_step(model, data_batch):
 def _make_make_train_function(original):
     def make_train_function(self, force=False):
         if not self.built and _flag("sharding") and not _model_has_strategy(self):
-            batch_spec = _keras_compat.batch_spec_of_fit()  # Keras before 3.5: what _maybe_symbolic_build does
-            if batch_spec is not None:
-                _build_before_first_step(self, batch_spec)
+            batch = _keras_compat.batch_of_fit()  # Keras before 3.5: what _maybe_symbolic_build does
+            if batch is not None:
+                _build_before_first_step(self, batch)
         if not getattr(self, "_matex_synced", False) and self.built and not _model_has_strategy(self):
             # A model built before fit (an Input layer, or a call) is synced here; one that
             # builds lazily in its first step is synced by the optimizer's first update.
