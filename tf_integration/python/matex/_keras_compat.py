@@ -36,14 +36,17 @@ def builds_before_first_step(trainer_class):
 
 
 def batch_to_build_from(epoch_iterator):
-    """What fit's epoch iterator offers to build a model from: its first
-    batch where the iterator yields (begin, end, batches) itself (Keras 3.7
-    on; fit starts its epochs afresh after building), otherwise the batches'
-    tf.TypeSpecs: shapes and dtypes are all that building reads, and taking
-    them takes nothing from the iterator."""
+    """What fit's epoch iterator offers to build a model from. Where the
+    iterator is iterable itself (Keras 3.7 on; fit resets it after building),
+    its first batch, as Keras's own _symbolic_build takes it: each item ends
+    with the batches of one step, a list (3.7 to 3.9 or so, beside the step)
+    or an iterator (later, beside the first and last step). Before 3.7 its
+    batches' tf.TypeSpecs: shapes and dtypes are all that building reads, and
+    taking them takes nothing from an iterator that fit does not reset."""
     if hasattr(type(epoch_iterator), "__iter__"):
-        for _, _, batches in epoch_iterator:
-            return next(batches)
+        for item in epoch_iterator:
+            batches = item[-1]
+            return batches[0] if isinstance(batches, (list, tuple)) else next(batches)
     dataset = getattr(epoch_iterator, "_distributed_dataset", None)
     return getattr(dataset, "element_spec", None)
 
