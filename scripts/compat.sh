@@ -18,12 +18,13 @@
 #   4. torch: tests/torch/collectives.py and ddp_exact.py on 2 ranks and on 4
 #      in virtual nodes 2,2, and examples/torch_ddp_tutorial.py with
 #      MATEX_ENABLE=1 against the plain script (tests/torch/compare_plain.py);
-#      TensorFlow/Keras 3: tests/tf/test_tf_ops.py on 2 ranks, the examples
+#      TensorFlow/Keras 3: tests/tf/test_tf_ops.py on 2 ranks; the examples
 #      keras_fit_numpy.py, keras_fit_tfdata.py and custom_loop.py and the test
-#      lazy_model_positional.py under matex.verify -np 2, and Horovod's API (MATEX_HOROVOD=1) with
-#      tests/horovod/tf_api.py and keras_mnist.py on 2 ranks; and where tf_keras
-#      is installed, with TF_USE_LEGACY_KERAS=1: tests/tf/tf_keras_fit.py under
-#      matex.verify -np 2 and tests/horovod/tf_keras_api.py on 2 ranks.
+#      lazy_model_positional.py under matex.verify -np 2; Horovod's API
+#      (MATEX_HOROVOD=1): tests/horovod/tf_api.py and keras_mnist.py on 2
+#      ranks; and where tf_keras is installed, with TF_USE_LEGACY_KERAS=1:
+#      tests/tf/tf_keras_fit.py under matex.verify -np 2 and
+#      tests/horovod/tf_keras_api.py on 2 ranks.
 # Logs stay in build/compat/<requirement>/; the rows go to build/compat/matrix.md
 # (the table of docs/compatibility.md), with the largest relative difference
 # matex.verify measured against the plain single-process run (Keras 3;
@@ -43,7 +44,7 @@ if command -v ccache > /dev/null; then  # each row's pip build compiles the same
   export CCACHE_DIR=${CCACHE_DIR:-$REPO/build/compat/ccache} CCACHE_BASEDIR=$REPO
   export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
   export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_CUDA_COMPILER_LAUNCHER=ccache
-  export CC=${CC:-gcc} CXX=${CXX:-g++} CMAKE_GENERATOR="Unix Makefiles"
+  export CC=${CC:-gcc} CXX=${CXX:-g++} CMAKE_GENERATOR=${CMAKE_GENERATOR:-Unix Makefiles}
   export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 fi
 failures=0
@@ -114,11 +115,11 @@ for requirement in "$@"; do
   declare -A largest=()  # flavour (keras3, tf_keras) -> the largest difference matex.verify reported
   verify_step() {  # verify_step NAME FLAVOUR SCRIPT: matex.verify -np 2, noting its largest difference
     local label=$1 flavour=$2 script=$3 before figure
-    local legacy=()
-    [[ $flavour == tf_keras ]] && legacy=(TF_USE_LEGACY_KERAS=1)
+    local legacy=0
+    [[ $flavour == tf_keras ]] && legacy=1
     before=$(wc -l < "$log")
-    step "$label" env "${legacy[@]}" "$venv/bin/python" -m matex.verify -np 2 "$script"
-    figure=$(tail -n +$((before + 1)) "$log" | grep -o 'largest relative difference:\{0,1\} [0-9.e+-]*' |
+    step "$label" env TF_USE_LEGACY_KERAS=$legacy "$venv/bin/python" -m matex.verify -np 2 "$script"
+    figure=$(tail -n +$((before + 1)) "$log" | grep -o 'largest relative difference:\{0,1\} [0-9][0-9.e+-]*' |
              awk '{print $NF}' | sort -g | tail -1)
     if [[ -n $figure ]] && awk -v a="$figure" -v b="${largest[$flavour]:-0}" 'BEGIN { exit !(a > b) }'; then
       largest[$flavour]=$figure

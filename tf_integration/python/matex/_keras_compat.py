@@ -35,18 +35,13 @@ def builds_before_first_step(trainer_class):
     return hasattr(trainer_class, "_maybe_symbolic_build")
 
 
-def batch_to_build_from(epoch_iterator):
-    """What fit's epoch iterator offers to build a model from. Where the
-    iterator is iterable itself (Keras 3.7 on; fit resets it after building),
-    its first batch, as Keras's own _symbolic_build takes it: each item ends
-    with the batches of one step, a list (3.7 to 3.9 or so, beside the step)
-    or an iterator (later, beside the first and last step). Before 3.7 its
-    batches' tf.TypeSpecs: shapes and dtypes are all that building reads, and
-    taking them takes nothing from an iterator that fit does not reset."""
-    if hasattr(type(epoch_iterator), "__iter__"):
-        for item in epoch_iterator:
-            batches = item[-1]
-            return batches[0] if isinstance(batches, (list, tuple)) else next(batches)
+def batch_spec(epoch_iterator):
+    """The tf.TypeSpecs of the batches of fit's epoch iterator (a TFEpochIterator
+    in every release), or None. Shapes and dtypes are all that building a
+    model reads, and taking them takes nothing from the data: a batch taken
+    from the iterator would be lost to a one-shot generator, and the fresh
+    iterator fit makes after building would reshuffle a dataset that
+    reshuffles each iteration, unlike the plain run."""
     dataset = getattr(epoch_iterator, "_distributed_dataset", None)
     return getattr(dataset, "element_spec", None)
 
@@ -57,8 +52,8 @@ _fit_iterators = threading.local()
 def note_epoch_iterators(patch, tf_trainer):
     """Keras before 3.5: fit makes its TFEpochIterator and then its train
     function, with no build between them. Each thread's latest iterator is
-    noted, so that make_train_function can build the model from it
-    (batch_of_fit) as later releases' fit does."""
+    noted, so that make_train_function can build the model from its batch
+    spec (batch_spec_of_fit) as later releases' fit does."""
     def make(original):
         def __init__(self, *args, **kwargs):
             original(self, *args, **kwargs)
@@ -67,12 +62,11 @@ def note_epoch_iterators(patch, tf_trainer):
     patch(tf_trainer.TFEpochIterator, "__init__", make)
 
 
-def batch_of_fit():
-    """batch_to_build_from() the epoch iterator this thread made last
+def batch_spec_of_fit():
+    """batch_spec() of the epoch iterator this thread made last
     (note_epoch_iterators), or None (Keras 3.5 and later, or none made)."""
     noted = getattr(_fit_iterators, "latest", None)
-    iterator = noted() if noted is not None else None
-    return batch_to_build_from(iterator) if iterator is not None else None
+    return batch_spec(noted() if noted is not None else None)
 
 
 def save_weights_owner():

@@ -296,7 +296,7 @@ def _make_sharded(original, what):
             # otherwise: traced again.
             self.train_function = self.test_function = None
             self._matex_whole_batches = whole_batches
-        with _setting("sharding", True), _setting("whole_batches", whole_batches):
+        with _setting("sharding", True), _setting("whole_batches", whole_batches), _setting("sharded_model", self):
             return original(self, **kwargs)
     return sharded
 
@@ -316,15 +316,15 @@ def _make_maybe_symbolic_build(original):
             return
         # Keras defers building to the first traced step without a strategy; matex builds now,
         # so rank 0's variables can be broadcast before any step.
-        if data_batch is None:
-            data_batch = _keras_compat.batch_to_build_from(iterator)
-        _build_before_first_step(self, data_batch)
+        _build_before_first_step(self, data_batch if data_batch is not None else _keras_compat.batch_spec(iterator))
     return _maybe_symbolic_build
 
 
 def _build_before_first_step(model, data_batch):
     """Builds an unbuilt model from a batch, or from its tf.TypeSpecs (all
     that Keras reads of it), before fit's first step."""
+    if data_batch is None:
+        return  # nothing to build from: the model builds in its first step (MATEX_SEED starts the ranks alike)
     if type(model).call is keras.Model.call:
         return  # no call() of its own (a model whose train_step calls sub-models): it builds in its first step
     model._symbolic_build(data_batch=data_batch)
@@ -332,10 +332,10 @@ def _build_before_first_step(model, data_batch):
 
 def _make_make_train_function(original):
     def make_train_function(self, force=False):
-        if not self.built and _flag("sharding") and not _model_has_strategy(self):
-            batch = _keras_compat.batch_of_fit()  # Keras before 3.5: what _maybe_symbolic_build does
-            if batch is not None:
-                _build_before_first_step(self, batch)
+        if not self.built and _flag("sharded_model") is self and not _model_has_strategy(self):
+            # Keras before 3.5, in this model's fit (not another model's train_on_batch in a
+            # callback): what _maybe_symbolic_build does in later releases.
+            _build_before_first_step(self, _keras_compat.batch_spec_of_fit())
         if not getattr(self, "_matex_synced", False) and self.built and not _model_has_strategy(self):
             # A model built before fit (an Input layer, or a call) is synced here; one that
             # builds lazily in its first step is synced by the optimizer's first update.

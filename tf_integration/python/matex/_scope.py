@@ -1,7 +1,7 @@
 """Per-thread flags that say where the current call runs, set by the patches
 and read by the others: "sharding" (inside fit or evaluate, whose batches
-are cut across ranks) and "reduced" (inside an optimizer update whose
-gradients are already reduced)."""
+are cut across ranks; "sharded_model" is that model) and "reduced" (inside
+an optimizer update whose gradients are already reduced)."""
 import contextlib
 import threading
 
