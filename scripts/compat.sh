@@ -121,7 +121,8 @@ for requirement in "$@"; do
     step "$label" env TF_USE_LEGACY_KERAS=$legacy "$venv/bin/python" -m matex.verify -np 2 "$script"
     figure=$(tail -n +$((before + 1)) "$log" | grep -o 'largest relative difference:\{0,1\} [0-9][0-9.e+-]*' |
              awk '{print $NF}' | sort -g | tail -1)
-    if [[ -n $figure ]] && awk -v a="$figure" -v b="${largest[$flavour]:-0}" 'BEGIN { exit !(a > b) }'; then
+    if [[ -n $figure ]] && { [[ -z ${largest[$flavour]:-} ]] ||
+                             awk -v a="$figure" -v b="${largest[$flavour]}" 'BEGIN { exit !(a > b) }'; }; then
       largest[$flavour]=$figure
     fi
   }
